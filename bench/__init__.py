@@ -1,0 +1,1 @@
+"""Benchmarks and their data generators (not tests)."""

@@ -1,0 +1,53 @@
+"""The ``logbook`` command line. Commands live in small modules; this one wires them.
+
+Exit codes: 0 done, 1 findings at or above ``--fail-on``, 2 bad usage or unreadable
+input (a one-line message, never a traceback). ``LOGBOOK_DEBUG=1`` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from logbook.errors import LogbookError
+
+app = typer.Typer(
+    name="logbook",
+    help="Audit large-model training runs from their logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    from logbook import cli_parse
+
+    cli_parse.register(app)
+
+
+def main() -> None:
+    """Entry point of the ``logbook`` console script."""
+    _register()
+    try:
+        app()  # click's standalone mode: usage errors exit 2 with a short message
+    except LogbookError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted", code=130)
+    except Exception as exc:  # a bug: still one line, unless debugging
+        if os.environ.get("LOGBOOK_DEBUG"):
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc} (LOGBOOK_DEBUG=1 shows where)")
+
+
+def _fail(message: str, code: int = 2) -> None:
+    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    print(f"logbook: error: {first}", file=sys.stderr)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

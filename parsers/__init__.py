@@ -1,0 +1,118 @@
+"""Log-format parsers: a plain-dict registry, format sniffing, and ``read_log``.
+
+A format is one module with ``NAME``, ``DESCRIPTION``, ``EXAMPLE`` (one line of the
+format), ``MAPS`` (what it maps to which column), ``sniff(head) -> int`` (0 = not this
+format, up to 100 = certain, from the first lines of a file) and
+``parse(lines, name) -> Parsed`` (``lines``: the frame from ``logbook.textio``).
+Adding a format is one module plus one line in ``FORMATS``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from logbook.errors import InputError, UsageError
+from logbook.parsed import Parsed
+from logbook.run import ParseStats, Run, RunMeta
+from logbook.segments import order_parts, stitch
+from logbook.textio import head_lines, read_lines
+from parsers import fairseq_simple, jsonl, logbook_file, megatron, metaseq
+
+FORMATS: dict[str, ModuleType] = {
+    "logbook": logbook_file,
+    "megatron": megatron,
+    "metaseq": metaseq,
+    "fairseq-simple": fairseq_simple,
+    "jsonl": jsonl,
+}
+
+SNIFF_LINES = 5000
+FIRST_UNRECOGNIZED = 5
+
+
+def sniff(path: str | Path) -> str:
+    """The name of the format that recognizes the file's first lines best."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file")
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory, not a log file")
+    if p.suffix == ".parquet":
+        return "logbook"
+    head = head_lines(p, SNIFF_LINES)
+    scores = {name: mod.sniff(head) for name, mod in FORMATS.items()}
+    best = max(scores, key=lambda k: scores[k])
+    if scores[best] <= 0:
+        if not any(line.strip() for line in head):
+            raise InputError(f"{p}: file is empty")
+        raise InputError(
+            f"{p}: unrecognized log format (give --format; `logbook formats` lists them)"
+        )
+    return best
+
+
+def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseStats]:
+    """Parse one raw log file with the given or sniffed format."""
+    fmt = fmt or sniff(path)
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    lines, text = read_lines(path)
+    parsed = FORMATS[fmt].parse(lines, str(path))
+    unrec = parsed.unrecognized
+    stats = ParseStats(
+        file=str(path),
+        format=fmt,
+        lines=text.lines,
+        records=parsed.metrics.height,
+        unrecognized=unrec.len(),
+        first_unrecognized=unrec.head(FIRST_UNRECOGNIZED).to_list(),
+        invalid_utf8_lines=len(text.invalid_utf8_lines),
+        crlf=text.crlf,
+        gzip=text.gzip,
+        ignored=parsed.ignored,
+    )
+    return parsed, stats
+
+
+def read_log(paths: list[str | Path] | str | Path, fmt: str | None = None) -> Run:
+    """Read one run from its log files (one per job attempt), stitched in launch order.
+
+    A logbook JSONL/Parquet file is read as it was written.
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    if not paths:
+        raise UsageError("no log file given")
+    formats = [fmt or sniff(p) for p in paths]
+    if "logbook" in formats:
+        if len(paths) > 1:
+            raise UsageError("a logbook file is a whole run: give it alone, not with other logs")
+        return Run.read(paths[0])
+    results = [parse_file(p, f) for p, f in zip(paths, formats, strict=True)]
+    order = order_parts([r[0] for r in results])
+    ranked = sorted(range(len(results)), key=lambda i: order.index(results[i][0]))
+    parts = [results[i][0] for i in ranked]
+    stats = [results[i][1] for i in ranked]
+    files = [s.file for s in stats]
+    metrics, events = stitch(parts, files)
+    return Run(metrics=metrics, events=events, meta=_meta(parts, stats))
+
+
+def _meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
+    formats = list(dict.fromkeys(s.format for s in stats))
+    units: dict[str, str] = {}
+    caveats: list[str] = []
+    name = None
+    for p in parts:
+        units.update(p.meta.get("units", {}))
+        caveats += [c for c in p.meta.get("caveats", []) if c not in caveats]
+        name = name or p.meta.get("run")
+    return RunMeta(
+        name=name,
+        format=formats[0] if len(formats) == 1 else "+".join(formats),
+        sources=[s.file for s in stats],
+        units=units,
+        caveats=caveats,
+        parse=stats,
+    )

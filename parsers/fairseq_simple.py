@@ -1,0 +1,20 @@
+"""Placeholder: being written."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from logbook.parsed import Parsed
+
+NAME = "fairseq_simple"
+DESCRIPTION = ""
+EXAMPLE = ""
+MAPS = ""
+
+
+def sniff(head: list[str]) -> int:
+    return 0
+
+
+def parse(lines: pl.DataFrame, name: str) -> Parsed:
+    raise NotImplementedError
