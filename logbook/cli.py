@@ -23,9 +23,10 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from logbook import cli_parse
+    from logbook import cli_detect, cli_parse, cli_replay
 
-    cli_parse.register(app)
+    for module in (cli_parse, cli_detect, cli_replay):
+        module.register(app)
 
 
 def main() -> None:
