@@ -75,6 +75,10 @@ class EventBase(BaseModel):
     run: str | None = None
     source: Source | None = None
     text: str | None = None  # the original line or sentence, where there is one
+    # where ``step`` came from when it was not printed with the event: "time" (placed
+    # by the metric log's time->step mapping), "text" (stated in prose), "record"
+    step_source: str | None = None
+    assumed_tz: str | None = None  # the zone assumed for a time written without one
 
     @field_validator("time")
     @classmethod
