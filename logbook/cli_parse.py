@@ -16,6 +16,16 @@ FormatOpt = Annotated[
 ]
 
 
+NotesOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--notes", help="A team logbook or chronicle placed on the run's steps."),
+]
+TzOpt = Annotated[
+    str,
+    typer.Option("--tz", help="Zone for logbook times written without one (UTC, ET, PT, CET)."),
+]
+
+
 def register(app: typer.Typer) -> None:
     app.command("parse")(parse)
     app.command("formats")(formats)
@@ -28,11 +38,14 @@ def parse(
         typer.Option("--output", "-o", help="Write the run here (.jsonl or .parquet)."),
     ] = None,
     fmt: FormatOpt = None,
+    notes: NotesOpt = None,
+    tz: TzOpt = "UTC",
 ) -> None:
     """Parse raw logs into one normalized run and print what was read."""
     from parsers import read_log
+    from parsers.notes import attach_notes
 
-    run = read_log(list(logs), fmt)
+    run = attach_notes(read_log(list(logs), fmt, tz), list(notes or []), tz)
     if output is not None:
         _check_output(output)
         run.write(output)

@@ -79,6 +79,7 @@ class EventBase(BaseModel):
     # by the metric log's time->step mapping), "text" (stated in prose), "record"
     step_source: str | None = None
     assumed_tz: str | None = None  # the zone assumed for a time written without one
+    parent_run: str | None = None  # the run this event's run continues (lineage)
 
     @field_validator("time")
     @classmethod

@@ -17,7 +17,7 @@ from logbook.parsed import Parsed
 from logbook.run import ParseStats, Run, RunMeta
 from logbook.segments import order_parts, stitch
 from logbook.textio import head_lines, read_lines
-from parsers import fairseq_simple, jsonl, logbook_file, megatron, metaseq
+from parsers import chronicle, fairseq_simple, jsonl, logbook_file, megatron, metaseq
 
 FORMATS: dict[str, ModuleType] = {
     "logbook": logbook_file,
@@ -25,7 +25,11 @@ FORMATS: dict[str, ModuleType] = {
     "metaseq": metaseq,
     "fairseq-simple": fairseq_simple,
     "jsonl": jsonl,
+    "chronicle": chronicle,
 }
+
+# Markdown is prose: a dated chronicle quoting log lines is still a chronicle.
+PROSE_SUFFIXES = (".md", ".markdown")
 
 SNIFF_LINES = 5000
 FIRST_UNRECOGNIZED = 5
@@ -42,6 +46,8 @@ def sniff(path: str | Path) -> str:
         return "logbook"
     head = head_lines(p, SNIFF_LINES)
     scores = {name: mod.sniff(head) for name, mod in FORMATS.items()}
+    if p.suffix.lower() in PROSE_SUFFIXES and scores["chronicle"] > 0:
+        return "chronicle"
     best = max(scores, key=lambda k: scores[k])
     if scores[best] <= 0:
         if not any(line.strip() for line in head):
@@ -75,10 +81,13 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
     return parsed, stats
 
 
-def read_log(paths: list[str | Path] | str | Path, fmt: str | None = None) -> Run:
+def read_log(
+    paths: list[str | Path] | str | Path, fmt: str | None = None, tz: str = "UTC"
+) -> Run:
     """Read one run from its log files (one per job attempt), stitched in launch order.
 
-    A logbook JSONL/Parquet file is read as it was written.
+    A logbook JSONL/Parquet file is read as it was written; chronicles given alone
+    are read as a run of notes (``tz``: the zone of times written without one).
     """
     if isinstance(paths, str | Path):
         paths = [paths]
@@ -89,6 +98,10 @@ def read_log(paths: list[str | Path] | str | Path, fmt: str | None = None) -> Ru
         if len(paths) > 1:
             raise UsageError("a logbook file is a whole run: give it alone, not with other logs")
         return Run.read(paths[0])
+    if set(formats) == {"chronicle"}:
+        from parsers.notes import read_notes
+
+        return read_notes(list(paths), tz)
     results = [parse_file(p, f) for p, f in zip(paths, formats, strict=True)]
     order = order_parts([r[0] for r in results])
     ranked = sorted(range(len(results)), key=lambda i: order.index(results[i][0]))
