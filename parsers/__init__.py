@@ -81,9 +81,7 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
     return parsed, stats
 
 
-def read_log(
-    paths: list[str | Path] | str | Path, fmt: str | None = None, tz: str = "UTC"
-) -> Run:
+def read_log(paths: list[str | Path] | str | Path, fmt: str | None = None, tz: str = "UTC") -> Run:
     """Read one run from its log files (one per job attempt), stitched in launch order.
 
     A logbook JSONL/Parquet file is read as it was written; chronicles given alone
