@@ -10,7 +10,7 @@ import polars as pl
 from logbook.schema import EventBase
 
 
-@dataclass
+@dataclass(eq=False)
 class Parsed:
     """One file's records and events.
 

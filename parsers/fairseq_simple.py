@@ -1,20 +1,84 @@
-"""Placeholder: being written."""
+"""fairseq's ``simple`` log format (the default when not writing to a terminal).
+
+A training record is one line of ``key=value`` pairs after the epoch and the in-epoch
+batch counter, behind the logging layout or (before fairseq 0.10) a ``| ``::
+
+    2020-07-17 04:08:14 | INFO | train_inner | epoch 001:    100 / 2952087 loss=16.348, ...
+    | epoch 001:    100 / 2952087 loss=16.348, nll_loss=..., num_updates=100, ...
+
+The step is ``num_updates`` (the in-epoch counter restarts every epoch and counts
+batches, not updates); only in a file without any ``num_updates`` does the counter
+stand in. A line cut short before its ``num_updates`` has no readable step and is
+unrecognized. The loss is in bits and stored in nats, as for the JSON format.
+``valid on '<subset>' subset`` lines become ``validation`` events; the end-of-epoch
+summary (``epoch 001 | loss ... | wall ...``) is counted as ignored. Other lines: see
+``parsers._metaseq_lines`` and ``parsers._metaseq_events``.
+"""
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import polars as pl
 
 from logbook.parsed import Parsed
+from logbook.schema import Source, Validation
+from parsers import _metaseq_simple as ms
+from parsers._metaseq_assemble import Found, assemble
+from parsers._metaseq_columns import MAPS as _MAPS
+from parsers._metaseq_columns import base_caveats, to_metrics, values
 
-NAME = "fairseq_simple"
-DESCRIPTION = ""
-EXAMPLE = ""
-MAPS = ""
+NAME = "fairseq-simple"
+DESCRIPTION = "fairseq 'simple' format: epoch 001: N / M loss=..., num_updates=..."
+EXAMPLE = (
+    "2020-07-17 04:08:14 | INFO | train_inner | epoch 001:    100 / 2952087 loss=16.348, "
+    "ppl=83437.5, wps=8640.2, ups=4.66, wpb=1854, bsz=2, num_updates=100, lr=1e-06, ..."
+)
+MAPS = _MAPS + "; without num_updates, the in-epoch counter -> step"
+
+_RECORD = re.compile(ms.RECORD)
+_VALID = re.compile(ms.VALID)
+_FAIRSEQ = re.compile(r"\d \| [A-Z]+ \| fairseq")
 
 
 def sniff(head: list[str]) -> int:
-    return 0
+    """90 with a simple-format record in the head, 60 with only its validation lines,
+    30 with only fairseq logging lines."""
+    if any(_RECORD.search(h) for h in head):
+        return 90
+    if any(_VALID.search(h) for h in head):
+        return 60
+    return 30 if any(_FAIRSEQ.search(h) for h in head) else 0
 
 
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
-    raise NotImplementedError
+    raw, bad = ms.find_records(lines)
+    if "num_updates" in raw.columns and raw.get_column("num_updates").is_not_null().any():
+        stepless = pl.col("num_updates").is_null()
+        bad = np.concatenate([bad, raw.filter(stepless).get_column("line").to_numpy()])
+        raw = raw.filter(~stepless)
+    else:
+        raw = raw.with_columns(pl.col("counter").cast(pl.String).alias("num_updates"))
+    metrics = to_metrics(raw.drop("counter"))
+    valid = ms.find_validation(lines)
+    events = []
+    for line, time, text, split, pairs in valid.select(
+        "line", "time", "text", "split", "pairs"
+    ).iter_rows():
+        step, vals = values(ms.pipe_pairs(pairs), split)
+        src = Source(file=name, line=line)
+        events.append(
+            Validation(step=step, time=time, split=split, values=vals, source=src, text=text)
+        )
+    return assemble(
+        lines,
+        name,
+        Found(
+            metrics=metrics,
+            events=events,
+            event_lines=valid.get_column("line").to_numpy(),
+            bad_lines=np.sort(bad).astype(np.int64),
+            caveats=base_caveats(metrics),
+        ),
+    )
