@@ -23,9 +23,9 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from logbook import cli_detect, cli_parse, cli_replay
+    from logbook import cli_detect, cli_parse, cli_replay, cli_report
 
-    for module in (cli_parse, cli_detect, cli_replay):
+    for module in (cli_parse, cli_detect, cli_report, cli_replay):
         module.register(app)
 
 

@@ -1,26 +1,30 @@
 """Stitch parsed files into one run: order the files, assign segments, build restarts.
 
-A new segment opens where a step does not advance (a rewind, or a fresh launch that
-starts over) or where a parser saw launch evidence (a checkpoint load, a start-up
-banner) between two records. Each boundary gets one ``restart`` event with the resume
-step, the last step before it, the recomputed steps, the wall-clock gap and the cause
-(crash evidence seen since the previous record).
+A new segment opens where the step does not advance (a rewind, or a fresh launch that
+starts over), where the next file (the next job attempt) begins, or where a parser saw
+a launch between two records (a ``restart`` marker: a checkpoint load, a start-up
+banner; parsers give one marker per launch). Each launch becomes one ``restart``
+event with the resume step (stated by the marker, else guessed), the last step before
+it, the recomputed steps, the wall-clock gap and the cause (crash evidence seen since
+the previous record or launch). Launches that produced no record (an attempt that
+crashed during start-up) are restarts too. The run's first launch is not a restart,
+unless it resumed from a checkpoint.
+
+Loss-scale changes (consecutive records that differ, within a launch or across a
+resume, not across a fresh start) and NaN/Inf values of float metrics are derived
+here from the columns, unless the parser already reported them.
 """
 
 from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from logbook.parsed import Parsed
-from logbook.schema import (
-    EventBase,
-    HardwareFailure,
-    LossScaleChange,
-    Nonfinite,
-    Restart,
-    Source,
-)
+from logbook.schema import EventBase, HardwareFailure, LossScaleChange, Nonfinite, Restart, Source
 
 # A launch whose first record is at most this step (or one log interval) started
 # from scratch rather than from a checkpoint.
@@ -54,109 +58,208 @@ def _pos(source: int, line: int | None) -> int:
     return (source << _LINE_BITS) + (line or 0)
 
 
+@dataclass
+class _Records:
+    """The records' positions, steps, files, times and segments as arrays."""
+
+    pos: np.ndarray
+    step: np.ndarray  # -1 where the record has no step
+    has_step: np.ndarray
+    source: np.ndarray
+    times: pl.Series | None
+    interval: int
+    prev: np.ndarray  # step of the closest earlier record that has one (-1: none)
+
+    def prev_step(self, i: int) -> int | None:
+        """Step of the closest record before index ``i`` that has one."""
+        if i >= len(self.step):
+            last = np.flatnonzero(self.has_step)
+            return int(self.step[last[-1]]) if last.size else None
+        return int(self.prev[i]) if self.prev[i] >= 0 else None
+
+
 def stitch(parts: list[Parsed], files: list[str]) -> tuple[pl.DataFrame, list[EventBase]]:
     """Concatenate ordered parts (``files`` names them) into one metrics frame and one
     event list."""
+    events: list[tuple[int, EventBase]] = []
+    for i, p in enumerate(parts):
+        events += [(_pos(i, e.source.line if e.source else None), e) for e in p.events]
+    events.sort(key=lambda pe: pe[0])
     frames = [
         p.metrics.with_columns(pl.lit(i, dtype=pl.Int32).alias("source"))
         for i, p in enumerate(parts)
+        if p.metrics.height
     ]
-    if not frames or all(f.height == 0 for f in frames):
-        return pl.DataFrame(), [e for p in parts for e in p.events]
+    if not frames:
+        empty = pl.DataFrame({"_pos": [], "step": []}, schema={"_pos": pl.Int64, "step": pl.Int64})
+        placed, _, _ = _place(_records(empty), events, files)
+        return pl.DataFrame(), [e for _, e in placed]
     metrics = pl.concat(frames, how="diagonal_relaxed")
-    events: list[tuple[int, EventBase]] = []
-    for i, p in enumerate(parts):
-        for e in p.events:
-            events.append((_pos(i, e.source.line if e.source else None), e))
-    events.sort(key=lambda pe: pe[0])
+    pos = (pl.col("source").cast(pl.Int64) * (1 << _LINE_BITS)) + pl.col("line").fill_null(0)
+    metrics = metrics.with_columns(pos.alias("_pos"))
+    if not metrics.get_column("_pos").is_sorted():
+        metrics = metrics.sort("_pos", maintain_order=True)
+    recs = _records(metrics)
+    placed, segment, fresh = _place(recs, events, files)
     metrics = metrics.with_columns(
-        ((pl.col("source").cast(pl.Int64) * (1 << _LINE_BITS)) + pl.col("line").fill_null(0)).alias(
-            "_pos"
-        )
-    ).sort("_pos", maintain_order=True)
-    metrics, placed = _segment(metrics, events)
+        pl.Series("segment", segment, dtype=pl.Int32),
+        pl.Series("_epoch", np.cumsum(fresh), dtype=pl.Int64),
+    )
     placed += _derived_events(metrics, [e for _, e in placed], files)
     placed.sort(key=lambda pe: pe[0])
-    return metrics.drop("_pos"), [e for _, e in placed]
+    return metrics.drop("_pos", "_epoch"), [e for _, e in placed]
 
 
-def _segment(
-    metrics: pl.DataFrame, events: list[tuple[int, EventBase]]
-) -> tuple[pl.DataFrame, list[tuple[int, EventBase]]]:
-    pos = metrics.get_column("_pos").to_numpy()
-    steps = metrics.get_column("step")
+def _records(metrics: pl.DataFrame) -> _Records:
+    steps = metrics.get_column("step").cast(pl.Int64)
     step_np = steps.fill_null(-1).to_numpy()
     has_step = steps.is_not_null().to_numpy()
-    markers = [(p, e) for p, e in events if isinstance(e, Restart)]
-    mpos = np.array([p for p, _ in markers], dtype=np.int64)
-    n_before = np.searchsorted(mpos, pos, side="left")  # markers before each record
-    back = np.zeros(len(pos), dtype=bool)
-    prev_step = _previous_valid(step_np, has_step)
-    back[1:] = has_step[1:] & (prev_step[1:] >= 0) & (step_np[1:] <= prev_step[1:])
-    marked = np.zeros(len(pos), dtype=bool)
-    marked[1:] = n_before[1:] > n_before[:-1]
-    boundary = back | marked
-    segment = np.cumsum(boundary).astype(np.int32)
-    metrics = metrics.with_columns(pl.Series("segment", segment, dtype=pl.Int32))
-
-    interval = _log_interval(step_np[has_step])
+    source = (
+        metrics.get_column("source").to_numpy()
+        if "source" in metrics.columns
+        else np.zeros(metrics.height, dtype=np.int32)
+    )
     times = metrics.get_column("time") if "time" in metrics.columns else None
-    used: set[int] = set()
+    return _Records(
+        pos=metrics.get_column("_pos").cast(pl.Int64).to_numpy(),
+        step=step_np,
+        has_step=has_step,
+        source=source,
+        times=times,
+        interval=_log_interval(step_np[has_step]),
+        prev=_previous_valid(step_np, has_step),
+    )
+
+
+def _boundaries(recs: _Records, mpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(markers before each record, whether each record opens a segment)."""
+    n = len(recs.pos)
+    n_before = np.searchsorted(mpos, recs.pos, side="left")
+    prev = recs.prev
+    boundary = np.zeros(n, dtype=bool)
+    if n > 1:
+        back = recs.has_step[1:] & (prev[1:] >= 0) & (recs.step[1:] <= prev[1:])
+        marked = n_before[1:] > n_before[:-1]
+        new_file = recs.source[1:] != recs.source[:-1]
+        boundary[1:] = back | marked | new_file
+    return n_before, boundary
+
+
+def _place(
+    recs: _Records, events: list[tuple[int, EventBase]], files: list[str]
+) -> tuple[list[tuple[int, EventBase]], np.ndarray, np.ndarray]:
+    """Turn launch markers into restarts (or drop the first launch), give every event
+    its segment, and the step of the record before it where it has none. Also returns
+    each record's segment and whether it opens a fresh start (resume step 0)."""
+    markers = [(p, e) for p, e in events if isinstance(e, Restart)]
+    crashes = [(p, e) for p, e in events if isinstance(e, HardwareFailure)]
+    mpos = np.array([p for p, _ in markers], dtype=np.int64)
+    n = len(recs.pos)
+    n_before, boundary = _boundaries(recs, mpos)
+    segment = np.cumsum(boundary)
+    fresh = np.zeros(n, dtype=bool)
     out: list[tuple[int, EventBase]] = []
-    bpos: list[int] = []  # where each boundary takes effect, for event segments
-    for i in np.flatnonzero(boundary):
-        between = [k for k in range(n_before[i - 1], n_before[i])]
-        marker = markers[between[-1]][1] if between else None
-        start_pos = markers[between[0]][0] if between else int(pos[i])
-        bpos.append(start_pos)
-        used.update(between)
-        new_step = int(step_np[i]) if has_step[i] else None
-        last = int(prev_step[i]) if prev_step[i] >= 0 else None
-        r = _restart(marker, new_step, last, interval)
-        r.segment = int(segment[i])
-        r.gap_s = _gap(times, i)
-        r.cause = _cause(events, int(pos[i - 1]), int(pos[i]))
-        if marker is None:
-            r.text = f"step went from {last} back to {new_step}"
-            r.source = None
-        out.append((markers[between[-1]][0] if between else int(pos[i]), r))
-        for k in between[:-1]:  # launches that produced no record (aborted attempts)
-            markers[k][1].segment = int(segment[i])
-            markers[k][1].step = new_step
-            out.append(markers[k])
-    for k, (p, e) in enumerate(markers):
-        if k in used:
-            continue
-        seg_here = int(np.searchsorted(np.array(bpos, dtype=np.int64), p, side="right"))
-        e.segment = seg_here
-        if e.step is None:
-            nxt = np.searchsorted(pos, p)
-            e.step = int(step_np[nxt]) if nxt < len(pos) and has_step[nxt] else None
-        if (
-            p < pos[0]
-            and e.resume_step is None
-            and k == len([m for m in markers if m[0] < pos[0]]) - 1
-        ):
-            continue  # the run's own first launch from scratch is not a restart
+    starts: list[int] = []  # position where each segment after the first begins
+    # before the first record: the run's first launch, and attempts that failed
+    head = markers[: int(n_before[0])] if n else markers
+    first_step = int(recs.step[0]) if n and recs.has_step[0] else None
+    for k, (p, e) in enumerate(head):
+        last = k == len(head) - 1
+        if k == 0 and not (e.resume_step or 0) > 0:
+            continue  # a launch from scratch with nothing before it
+        _fill(e, 0, first_step if last and n else None, None, _cause(crashes, -1, p))
         out.append((p, e))
-    bpos_np = np.array(bpos, dtype=np.int64)
+    for i in np.flatnonzero(boundary):
+        gap = markers[int(n_before[i - 1]) : int(n_before[i])]
+        starts.append(gap[0][0] if gap else int(recs.pos[i]))
+        made = _boundary_restarts(recs, int(i), gap, int(segment[i]), crashes, files)
+        fresh[i] = made[-1][1].resume_step == 0
+        out += made
+    if n:
+        last_seg, last_step = int(segment[-1]), recs.prev_step(n)
+        lo = int(recs.pos[-1])
+        for k, (p, e) in enumerate(markers[int(n_before[-1]) :]):
+            starts.append(p)
+            _fill(e, last_seg + k + 1, None, last_step, _cause(crashes, lo, p))
+            out.append((p, e))
+            lo = p
+    bpos = np.array(starts, dtype=np.int64)
     for p, e in events:
         if isinstance(e, Restart):
             continue
-        e.segment = int(np.searchsorted(bpos_np, p, side="right"))
+        e.segment = int(np.searchsorted(bpos, p, side="right"))
         if e.step is None:
-            before = np.searchsorted(pos, p, side="right") - 1
-            if before >= 0 and has_step[before]:
-                e.step = int(step_np[before])
+            before = int(np.searchsorted(recs.pos, p, side="right")) - 1
+            if before >= 0 and recs.has_step[before]:
+                e.step = int(recs.step[before])
+                e.step_source = e.step_source or "record"
         out.append((p, e))
     out.sort(key=lambda pe: pe[0])
-    return metrics, out
+    return out, segment, fresh
+
+
+def _boundary_restarts(
+    recs: _Records,
+    i: int,
+    gap: list[tuple[int, EventBase]],
+    seg: int,
+    crashes: list[tuple[int, EventBase]],
+    files: list[str],
+) -> list[tuple[int, EventBase]]:
+    """The restarts between record ``i - 1`` and record ``i``: launches that produced
+    no record, then the launch of record ``i``."""
+    last = recs.prev_step(i)
+    new_step = int(recs.step[i]) if recs.has_step[i] else None
+    lo = int(recs.pos[i - 1])
+    out: list[tuple[int, EventBase]] = []
+    for p, e in gap[:-1]:
+        _fill(e, seg, None, last, _cause(crashes, lo, p))
+        out.append((p, e))
+        lo = p
+    if gap:
+        p, r = gap[-1]
+    else:
+        p, r = int(recs.pos[i]), Restart(text=_why(recs, i, last, new_step, files))
+        r.source = Source(file=files[int(recs.source[i])], line=p & ((1 << _LINE_BITS) - 1))
+    _fill(r, seg, new_step, last, _cause(crashes, lo, p))
+    if r.resume_step is None and new_step is not None:
+        r.resume_step = _guess_resume(new_step, last, recs.interval)
+    if r.resume_step is not None and last is not None:
+        r.lost_steps = max(0, last - r.resume_step)
+    r.gap_s = _gap(recs.times, i)
+    out.append((p, r))
+    return out
+
+
+def _guess_resume(new_step: int, last: int | None, interval: int) -> int:
+    """Resume step of a launch that does not state it: a step that went back to at most
+    ``max(10, log interval)`` is a fresh start (0); otherwise the launch resumed right
+    before its first record (a step that went on past the last one is always that)."""
+    went_back = last is not None and new_step <= last
+    fresh = went_back and new_step <= max(FRESH_START_MAX_STEP, interval)
+    return 0 if fresh else new_step - 1
+
+
+def _why(recs: _Records, i: int, last: int | None, new: int | None, files: list[str]) -> str:
+    if recs.source[i] != recs.source[i - 1]:
+        return f"next log file: {files[int(recs.source[i])]}"
+    return f"step went from {last} back to {new}"
+
+
+def _fill(e: EventBase, seg: int, step: int | None, last: int | None, cause: str | None):
+    e.segment = seg
+    e.step = step
+    if isinstance(e, Restart):
+        e.last_step_before = last
+        if e.resume_step is not None and last is not None:
+            e.lost_steps = max(0, last - e.resume_step)
+        e.cause = e.cause or cause
 
 
 def _previous_valid(step_np: np.ndarray, has_step: np.ndarray) -> np.ndarray:
     """For each record, the step of the closest earlier record that has one (-1: none)."""
     idx = np.where(has_step, np.arange(len(step_np)), -1)
-    idx = np.maximum.accumulate(idx)
+    idx = np.maximum.accumulate(idx) if len(idx) else idx
     prev = np.full(len(step_np), -1, dtype=np.int64)
     prev[1:] = np.where(idx[:-1] >= 0, step_np[np.maximum(idx[:-1], 0)], -1)
     return prev
@@ -168,18 +271,6 @@ def _log_interval(steps: np.ndarray) -> int:
     return int(np.median(d)) if d.size else 1
 
 
-def _restart(marker: Restart | None, new_step: int | None, last: int | None, interval: int):
-    r = marker if marker is not None else Restart()
-    r.step = new_step
-    r.last_step_before = last
-    if r.resume_step is None and new_step is not None:
-        fresh = new_step <= max(FRESH_START_MAX_STEP, interval)
-        r.resume_step = 0 if fresh else new_step - 1
-    if r.resume_step is not None and last is not None:
-        r.lost_steps = max(0, last - r.resume_step)
-    return r
-
-
 def _gap(times: pl.Series | None, i: int) -> float | None:
     if times is None:
         return None
@@ -189,8 +280,12 @@ def _gap(times: pl.Series | None, i: int) -> float | None:
     return (b - a).total_seconds()
 
 
-def _cause(events: list[tuple[int, EventBase]], lo: int, hi: int) -> str | None:
-    causes = [e.cause for p, e in events if lo < p < hi and isinstance(e, HardwareFailure)]
+def _cause(crashes: list[tuple[int, EventBase]], lo: int, hi: int) -> str | None:
+    """The causes of the crashes between positions ``lo`` and ``hi`` (``crashes`` is
+    sorted by position)."""
+    a = bisect.bisect_right(crashes, lo, key=lambda pe: pe[0])
+    b = bisect.bisect_left(crashes, hi, key=lambda pe: pe[0])
+    causes = [e.cause for _, e in crashes[a:b] if isinstance(e, HardwareFailure)]
     return ", ".join(dict.fromkeys(causes)) if causes else None
 
 
@@ -201,55 +296,27 @@ def _derived_events(
     parser already reported the same event."""
     seen = {(e.kind, e.step, getattr(e, "metric", None)) for e in have}
     out: list[tuple[int, EventBase]] = []
+    where = ["_pos", "step", "segment", "source", "line"]
     if "loss_scale" in metrics.columns:
         ls = (
             metrics.filter(pl.col("loss_scale").is_not_null())
-            .select(
-                "_pos",
-                "step",
-                "segment",
-                "source",
-                "line",
-                "loss_scale",
-                pl.col("loss_scale").shift(1).alias("old"),
-            )
-            .filter(pl.col("old").is_not_null() & (pl.col("old") != pl.col("loss_scale")))
+            .with_columns(pl.col("loss_scale").shift(1).over("_epoch").alias("_old"))
+            .filter(pl.col("_old").is_not_null() & (pl.col("_old") != pl.col("loss_scale")))
+            .select(*where, "loss_scale", "_old")
         )
         for p, step, seg, src, line, new, old in ls.iter_rows():
             if ("loss_scale_change", step, None) in seen:
                 continue
-            out.append(
-                (
-                    p,
-                    LossScaleChange(
-                        step=step,
-                        segment=seg,
-                        old=old,
-                        new=new,
-                        source=Source(file=files[src], line=line),
-                    ),
-                )
-            )
+            src_ = Source(file=files[src], line=line)
+            out.append((p, LossScaleChange(step=step, segment=seg, old=old, new=new, source=src_)))
     for col in _NONFINITE_COLUMNS:
-        if col not in metrics.columns:
+        if col not in metrics.columns or not metrics.schema[col].is_float():
             continue
-        bad = metrics.filter(~pl.col(col).is_finite()).select(
-            "_pos", "step", "segment", "source", "line", col
-        )
+        bad = metrics.filter(~pl.col(col).is_finite()).select(*where, col)
         for p, step, seg, src, line, v in bad.iter_rows():
             if ("nonfinite", step, col) in seen:
                 continue
             value = "nan" if v != v else ("inf" if v > 0 else "-inf")
-            out.append(
-                (
-                    p,
-                    Nonfinite(
-                        step=step,
-                        segment=seg,
-                        metric=col,
-                        value=value,
-                        source=Source(file=files[src], line=line),
-                    ),
-                )
-            )
+            src_ = Source(file=files[src], line=line)
+            out.append((p, Nonfinite(step=step, segment=seg, metric=col, value=value, source=src_)))
     return out

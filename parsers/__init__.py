@@ -115,10 +115,13 @@ def _meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
     units: dict[str, str] = {}
     caveats: list[str] = []
     name = None
+    train_iters = None
     for p in parts:
         units.update(p.meta.get("units", {}))
         caveats += [c for c in p.meta.get("caveats", []) if c not in caveats]
         name = name or p.meta.get("run")
+        train_iters = p.meta.get("train_iters", train_iters)
+    extra = {"train_iters": train_iters} if train_iters is not None else {}
     return RunMeta(
         name=name,
         format=formats[0] if len(formats) == 1 else "+".join(formats),
@@ -126,4 +129,5 @@ def _meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
         units=units,
         caveats=caveats,
         parse=stats,
+        **extra,
     )

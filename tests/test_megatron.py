@@ -1,0 +1,309 @@
+"""Megatron-family logs: fixtures against their expected runs, then each rule."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+import parsers
+from logbook.schema import event_to_dict
+from logbook.textio import split_lines
+from parsers import megatron
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures" / "megatron"
+LOGS = sorted(FIXTURES.glob("*.log"))
+HEADER_KEYS = ("schema", "format", "sources", "units", "caveats", "parse", "columns")
+
+REC = (
+    " iteration {step:8d}/     100 | consumed samples: {samples:12d} | elapsed time per "
+    "iteration (ms): 1500.0 | learning rate: 1.000E-04 | global batch size:    32 | "
+    "lm loss: {loss} | loss scale: {scale} | grad norm: 1.500 | number of skipped "
+    "iterations:   0 | number of nan iterations:   0 |"
+)
+
+
+def rec(step: int, loss: str = "2.500000E+00", scale: str = "1024.0") -> str:
+    return REC.format(step=step, samples=32 * step, loss=loss, scale=scale)
+
+
+def parse_text(text: str):
+    lines, _ = split_lines(text.encode())
+    return megatron.parse(lines, "x.log")
+
+
+def run_of(tmp_path: Path, *texts: str):
+    paths = []
+    for i, text in enumerate(texts):
+        p = tmp_path / f"job{i}.log"
+        p.write_text(text)
+        paths.append(p)
+    return parsers.read_log(paths)
+
+
+def events(run_or_parsed, kind: str) -> list[dict]:
+    out = [event_to_dict(e) for e in run_or_parsed.events if e.kind == kind]
+    for d in out:
+        d.pop("source", None)
+        d.pop("text", None)
+    return out
+
+
+# ---- fixtures ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
+def test_fixture_gives_its_expected_run(log, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "out.jsonl"
+    parsers.read_log(str(log.relative_to(ROOT))).write(out)
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    want = [json.loads(x) for x in log.with_suffix(".expected.jsonl").read_text().splitlines()]
+    assert {k: got[0].get(k) for k in HEADER_KEYS} == {k: want[0][k] for k in HEADER_KEYS}
+    assert got[1:] == want[1:]
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
+def test_every_line_is_accounted_for(log):
+    text = log.read_text()
+    parsed = parse_text(text)
+    counts = parsed.meta["line_counts"]
+    assert sum(counts.values()) == text.count("\n")
+    assert counts["ignored"] == parsed.ignored
+    assert counts["unrecognized"] == parsed.unrecognized.len()
+    assert counts["record"] >= parsed.metrics.height
+    assert parsers.sniff(log) == "megatron"
+
+
+def test_spike_restart_fixture_is_what_its_generator_writes(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen", FIXTURES / "make_spike_restart.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    monkeypatch.setattr(gen, "OUT", tmp_path / "spike.log")
+    gen.main()
+    assert (tmp_path / "spike.log").read_bytes() == (FIXTURES / "spike_restart.log").read_bytes()
+
+
+def test_cli_parses_the_readme_fixture(tmp_path):
+    out = tmp_path / "run.jsonl"
+    p = subprocess.run(
+        [sys.executable, "-m", "logbook.cli", "parse", "fixtures/megatron/spike_restart.log"]
+        + ["-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0] == "megatron: 121 records, 2 segment(s), steps 1..100"
+
+
+# ---- records ---------------------------------------------------------------------------
+
+
+def test_a_modern_record_is_read_whole():
+    line = (
+        " [2024-06-03 14:02:17.512831] iteration       10/    2000 | consumed samples:"
+        "         5120 | elapsed time per iteration (ms): 1422.7 | throughput per GPU "
+        "(TFLOP/s/GPU): 402.1 | learning rate: 1.500000E-05 | global batch size:   512 | "
+        "lm loss: 9.812345E+00 | z_loss: 4.5E-02 | loss scale: 1.0 | grad norm: 12.345 | "
+        "num zeros: 3.0 | params norm: 301.234 | number of skipped iterations:   1 | number "
+        "of nan iterations:   2 |"
+    )
+    parsed = parse_text(line + "\n")
+    assert parsed.metrics.to_dicts() == [
+        {
+            "line": 1,
+            "step": 10,
+            "time": datetime(2024, 6, 3, 14, 2, 17, 512831, tzinfo=UTC),
+            "samples": 5120,
+            "step_time_s": 1.4227,
+            "throughput_per_gpu": 402.1,
+            "lr": 1.5e-05,
+            "batch_size": 512,
+            "loss": 9.812345,
+            "z_loss": 0.045,
+            "loss_scale": 1.0,
+            "grad_norm": 12.345,
+            "num_zeros": 3.0,
+            "param_norm": 301.234,
+            "skipped": 1,
+            "nan_count": 2,
+        }
+    ]
+    assert parsed.meta["train_iters"] == 2000
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["", "   ", "[default7]:", "[default3]: ", "[rank12]: ", "1: ", "slurm_procid 0 : "]
+    + ["worker-3: [default0]:", "node17: "],
+)
+def test_launcher_and_rank_prefixes(prefix):
+    parsed = parse_text(f"{prefix}{rec(5)}\n{prefix}[2024-01-02 03:04:05] {rec(6).strip()}\n")
+    assert parsed.metrics.select("step", "loss", "samples").rows() == [(5, 2.5, 160), (6, 2.5, 192)]
+    assert parsed.metrics.get_column("time").to_list() == [
+        None,
+        datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC),
+    ]
+    assert parsed.unrecognized.len() == 0
+
+
+def test_learning_rate_precision_and_elapsed_units():
+    ms = " iteration 1/ 9 | elapsed time per iteration (ms): 22306.6 | learning rate: 9.850E-05 |"
+    s = " iteration 2/ 9 | elapsed time per iteration (s): 105.16 | learning rate: 3.333333E-05 |"
+    parsed = parse_text(f"{ms}\n{s}\n")
+    assert parsed.metrics.select("step", "step_time_s", "lr").rows() == [
+        (1, 22.3066, 9.85e-05),
+        (2, 105.16, 3.333333e-05),
+    ]
+
+
+def test_other_keys_keep_snake_case_names():
+    line = (
+        " iteration 3/ 9 | lm loss: 2.0E+00 | sop loss: 7.5E-01 | mtp_1 loss: 2.1E+00 | "
+        "load_balancing_loss: 1.0E+00 | tokens per gpu per second (tgs): 2707.5 | TFLOPs: 41.47 |"
+        " curriculum seqlen:   512 | samples per second: 3.5 | current time: 1706860208.35 |"
+        " skipped samples: 128 |"
+    )
+    m = parse_text(line + "\n").metrics.to_dicts()[0]
+    assert {k: m[k] for k in m if k not in ("line", "step", "time")} == {
+        "loss": 2.0,
+        "sop_loss": 0.75,
+        "mtp_1_loss": 2.1,
+        "load_balancing_loss": 1.0,
+        "tgs": 2707.5,
+        "tflops": 41.47,
+        "curriculum_seqlen": 512,
+        "samples_per_second": 3.5,
+        "current_time": 1706860208.35,
+        "skipped_samples": 128,
+    }
+
+
+def test_gpt_neox_record():
+    line = (
+        " samples/sec: 4.904 | iteration        2/   55000 | elapsed time per iteration (ms): "
+        "6524.7 | learning rate: 2.424E-09 | approx flops per GPU: 16.4TFLOPS | lm_loss: "
+        "2.175701E+00 | loss scale: 4096.0 | number of skipped iterations:   0 | number of nan "
+        "iterations:   0 |"
+    )
+    m = parse_text(line + "\n").metrics.to_dicts()[0]
+    assert (m["step"], m["samples_per_second"], m["tflops"], m["loss"], m["lr"]) == (
+        2,
+        4.904,
+        16.4,
+        2.175701,
+        2.424e-09,
+    )
+
+
+def test_the_same_record_from_64_ranks_is_kept_once():
+    text = "".join(f"[default{r % 8}]:{rec(s)}\n" for s in (1, 2) for r in range(64))
+    parsed = parse_text(text)
+    assert parsed.metrics.select("step", "line").rows() == [(1, 1), (2, 65)]
+    assert parsed.ignored == 126 and parsed.meta["duplicate_records"] == 126
+
+
+def test_a_record_wrapped_mid_word_is_joined():
+    whole = rec(7)
+    cut1, cut2 = whole.index("learning") + 5, whole.index("skipped") + 4
+    text = whole[:cut1] + "\n" + whole[cut1:cut2] + "\n" + whole[cut2:] + "\n" + rec(8) + "\n"
+    parsed = parse_text(text)
+    assert parsed.metrics.select("step", "line", "lr", "skipped").rows() == [
+        (7, 1, 1e-4, 0),
+        (8, 4, 1e-4, 0),
+    ]
+    assert parsed.meta["line_counts"] == {"record": 4, "event": 0, "ignored": 0, "unrecognized": 0}
+
+
+def test_a_nan_step_without_its_loss_field_gives_a_missing_loss_event():
+    nan = rec(12).replace(" lm loss: 2.500000E+00 |", "").replace("1.500", "nan")
+    cut = rec(13)[: rec(13).index("global") + 3]  # cut before the loss would be printed
+    parsed = parse_text(f"{rec(11)}\n{nan}\n{cut}\n")
+    assert parsed.metrics.select("step", "loss", "grad_norm").rows()[:2] == [
+        (11, 2.5, 1.5),
+        (12, None, pytest.approx(float("nan"), nan_ok=True)),
+    ]
+    assert events(parsed, "nonfinite") == [
+        {"kind": "nonfinite", "step": 12, "segment": 0, "metric": "loss", "value": "missing"}
+    ]
+    assert parsed.meta["caveats"] == [
+        "1 record(s) cut mid-line: only their complete fields were read"
+    ]
+
+
+def test_a_line_cut_inside_the_iteration_field_is_unrecognized():
+    parsed = parse_text(f"{rec(1)}\n iteration       2/     1")
+    assert parsed.metrics.height == 1 and parsed.unrecognized.to_list() == [2]
+
+
+def test_validation_block():
+    text = (
+        "-" * 40 + "\n validation loss at iteration 100 | lm loss value: 8.095942E+00 | "
+        "lm loss PPL: 3.281128E+03 | \n" + "-" * 40 + "\n"
+        " validation loss at the end of training for test data | lm loss value: 7.5E+00 | "
+        "lm loss PPL: 1.808042E+03 | sop loss value: 5.0E-01 | \n"
+    )
+    assert events(parse_text(text), "validation") == [
+        {
+            "kind": "validation",
+            "step": 100,
+            "segment": 0,
+            "split": "valid",
+            "values": {"loss": 8.095942, "ppl": 3281.128},
+        },
+        {
+            "kind": "validation",
+            "segment": 0,
+            "split": "test",
+            "values": {"loss": 7.5, "ppl": 1808.042, "sop_loss": 0.5},
+        },
+    ]
+
+
+def test_a_checkpoint_save_is_one_event():
+    text = (
+        f"{rec(25)}\nsaving checkpoint at iteration      25 to /ckpt/a\n"
+        "[2024-01-01 00:00:00,250] [INFO] [logging.py:68:log_dist] [Rank 0] Saving model "
+        "checkpoint: /ckpt/a/global_step25/mp_rank_00_model_states.pt\n"
+        "  successfully saved checkpoint at iteration      25 to /ckpt/a\n"
+        "time (ms) | save-checkpoint: 57514.53\n"
+    )
+    parsed = parse_text(text)
+    assert events(parsed, "checkpoint_save") == [
+        {
+            "kind": "checkpoint_save",
+            "step": 25,
+            "segment": 0,
+            "path": "/ckpt/a",
+            "save_time_s": 57.51453,
+        }
+    ]
+    assert parsed.meta["line_counts"]["event"] == 4
+
+
+def test_overflow_lines_of_rank_zero_become_skips_at_the_next_record():
+    skip = "[deepscale] OVERFLOW! Rank {} Skipping step. Attempted loss scale: {}, reducing to {}"
+    text = "\n".join(
+        [rec(1), skip.format(0, "1024.0", "512.0"), skip.format(3, "1024.0", "512.0")]
+        + [rec(2, scale="512.0"), ""]
+    )
+    parsed = parse_text(text)
+    assert events(parsed, "overflow_skip") == [
+        {
+            "kind": "overflow_skip",
+            "step": 2,
+            "segment": 0,
+            "step_source": "record",
+            "count": 1,
+            "attempted_scale": 1024.0,
+            "new_scale": 512.0,
+        }
+    ]
