@@ -1,0 +1,113 @@
+"""Detectors: what went wrong in a run, when, and what warned of it first.
+
+``DETECTORS`` is a plain-dict registry, name -> :class:`Detector`; each detector is one
+module with a documented ``Config`` (thresholds with their meaning and default) and a
+docstring saying when it fires and when it stays quiet. :func:`detect` runs them all on
+a run and links precursors to the spikes and divergences they announce.
+
+Severity policy: ``critical`` = the run is damaged: non-finite values, a divergence, a
+loss spike of 2x or more or one that did not recover, a grad-norm spike of 20x or more
+or one that did not recover, a loss scale at its minimum. ``warning`` = worth a look:
+smaller spikes, a collapse of the loss scale, a drift of 2x or more, an unexplained LR
+jump inside a segment, a stall, a slowdown, a restart after crash evidence. ``info`` =
+context: restarts without crash evidence, LR changes at a relaunch, overflow skips,
+missing losses of iterations the fp16 scaler skipped, and precursors too small to report
+on their own (kept only when they precede a spike or a divergence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from logbook.detectors import (
+    divergence,
+    drift,
+    grad_norm_spike,
+    loss_scale,
+    loss_spike,
+    lr_change,
+    nonfinite,
+    restarts,
+    stall,
+    throughput,
+)
+from logbook.detectors._base import SEVERITY_RANK, Detector, DetectorConfig
+from logbook.detectors._frame import Context, build_context
+from logbook.detectors._precursors import PrecursorConfig, link
+from logbook.run import Run
+from logbook.schema import Finding
+
+DETECTORS: dict[str, Detector] = {
+    "loss_spike": loss_spike.DETECTOR,
+    "grad_norm_spike": grad_norm_spike.DETECTOR,
+    "nonfinite": nonfinite.DETECTOR,
+    "loss_scale_collapse": loss_scale.DETECTOR,
+    **drift.DETECTORS,
+    "lr_change": lr_change.DETECTOR,
+    "divergence": divergence.DETECTOR,
+    "stall": stall.DETECTOR,
+    "throughput_drop": throughput.DETECTOR,
+    "restarts": restarts.DETECTOR,
+}
+
+PRECURSORS = "precursors"  # the config section of precursor linking
+
+__all__ = [
+    "DETECTORS",
+    "PRECURSORS",
+    "Context",
+    "Detector",
+    "DetectorConfig",
+    "PrecursorConfig",
+    "SEVERITY_RANK",
+    "build_context",
+    "default_config",
+    "detect",
+]
+
+
+def default_config() -> dict[str, DetectorConfig]:
+    """Every detector's config with its defaults, plus the precursor section."""
+    out: dict[str, DetectorConfig] = {n: d.make_config() for n, d in DETECTORS.items()}
+    out[PRECURSORS] = PrecursorConfig()
+    return out
+
+
+def detect(
+    run: Run,
+    config: dict[str, DetectorConfig] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Finding]:
+    """All findings of all enabled detectors on ``run``, precursors linked, in step order.
+
+    ``config`` maps detector names (and ``"precursors"``) to configs; missing entries
+    take the defaults. ``progress`` is called with each detector's name before it runs.
+    """
+    cfg = default_config() | (config or {})
+    ctx = build_context(run)
+    found: list[Finding] = []
+    for name, det in DETECTORS.items():
+        if progress is not None:
+            progress(name)
+        found += det(ctx, cfg[name])
+    _assign_ids(found)
+    pre = cfg[PRECURSORS]
+    assert isinstance(pre, PrecursorConfig)
+    found = link(found, pre, ctx.interval)
+    return sorted(found, key=_order)
+
+
+def _order(f: Finding) -> tuple:
+    at = f.start_step if f.start_step is not None else (f.step if f.step is not None else -1)
+    return (at, f.step if f.step is not None else -1, f.kind, f.id or "")
+
+
+def _assign_ids(found: list[Finding]) -> None:
+    seen: dict[str, int] = {}
+    for f in sorted(found, key=_order):
+        at = f.start_step if f.start_step is not None else f.step
+        base = f"{f.kind}@{at}"
+        if f.evidence.get("superseded"):
+            base += f"/seg{f.segment}"
+        seen[base] = seen.get(base, 0) + 1
+        f.id = base if seen[base] == 1 else f"{base}#{seen[base]}"

@@ -1,0 +1,242 @@
+"""The spike detector shared by ``loss_spike`` and ``grad_norm_spike``.
+
+Per lineage, in log space: baseline = median of the previous ``window`` values, noise =
+robust deviation from first differences (between ``min_noise`` and ``max_noise``). A
+record *triggers* when it is at least ``min_ratio`` times the baseline and ``z`` noise
+deviations above it (``z`` times ``restart_z_factor`` in the first ``restart_grace``
+records after a restart); with fewer than ``min_history`` records before it, when it is
+``single_record_ratio`` times their median. The episode around a trigger is then
+measured against the baseline frozen at its onset:
+
+- start: the first of the consecutive records before the trigger that are more than
+  ``onset_z`` deviations above the baseline;
+- end (recovery): the first record after the trigger back within ``onset_z``
+  deviations, or within ``recover_frac`` of the excursion so far; none: not recovered;
+- peak: the highest record in between; magnitude = peak / baseline.
+
+A lone elevated record (fewer than ``min_records`` elevated records in the episode) is
+kept only when its ratio reaches ``single_record_ratio``: heavy-tailed noise makes single
+outliers, while real spikes last several records unless the log interval is coarse. A
+rise that starts at the first record after a restart and never comes back is a new level
+set by the relaunch (a new loss scale, data or config), not a spike.
+
+The loop below runs over triggers (a handful per run), never over rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import Field
+
+from logbook.detectors._arrays import (
+    NOISE_BLOCK,
+    Rows,
+    lineage_bounds,
+    prev_median,
+    prev_window_median,
+)
+from logbook.detectors._base import DetectorConfig, finding, fmt
+from logbook.detectors._frame import Context
+from logbook.schema import Finding
+
+
+class SpikeConfig(DetectorConfig):
+    """Thresholds of a spike detector (log-space, robust)."""
+
+    column: str = Field("loss", description="Metric column to watch.")
+    window: int = Field(50, ge=3, description="Records in the rolling baseline window.")
+    min_history: int = Field(
+        3,
+        ge=2,
+        description="Records of history the noise-based rule needs (before: only a jump "
+        "of single_record_ratio counts).",
+    )
+    z: float = Field(6.0, gt=0, description="Robust deviations above the baseline to trigger.")
+    min_ratio: float = Field(1.25, gt=1, description="Smallest value/baseline ratio to trigger.")
+    single_record_ratio: float = Field(
+        2.0, gt=1, description="Ratio a spike of a single elevated record must reach."
+    )
+    min_records: int = Field(
+        2, ge=1, description="Elevated records that make a spike without the single-record bar."
+    )
+    min_noise: float = Field(
+        0.01, gt=0, description="Floor of the noise deviation, in log units (0.01 = 1%)."
+    )
+    max_noise: float = Field(
+        0.1,
+        gt=0,
+        description="Ceiling of the noise deviation: a larger spread is a trend, not noise.",
+    )
+    onset_z: float = Field(
+        4.0, gt=0, description="Deviations above the baseline that count as elevated."
+    )
+    recover_frac: float = Field(
+        0.2, ge=0, lt=1, description="Recovered when back within this fraction of the rise."
+    )
+    critical_ratio: float = Field(
+        2.0, gt=1, description="Peak/baseline ratio from which the spike is critical."
+    )
+    restart_grace: int = Field(
+        3, ge=0, description="Records after a restart that need a higher bar to trigger."
+    )
+    restart_z_factor: float = Field(2.0, ge=1, description="z multiplier in the restart grace.")
+
+
+def detect_spikes(ctx: Context, cfg: SpikeConfig, kind: str, detector: str) -> list[Finding]:
+    """Spike episodes of ``cfg.column`` in every lineage of the context."""
+    if not ctx.has(cfg.column):
+        return []
+    rows = ctx.rows(cfg.column)
+    if rows.size == 0:
+        return []
+    noise = ctx.noise(cfg.column, False, NOISE_BLOCK)
+    a = _arrays(rows, noise, cfg)
+    return [_to_finding(a, ep, cfg, kind, detector) for ep in _episodes(a, cfg)]
+
+
+def _arrays(rows: Rows, noise: np.ndarray, cfg: SpikeConfig) -> dict[str, np.ndarray]:
+    a = {
+        "y": rows.y,
+        "step": rows.step,
+        "segment": rows.segment,
+        "lineage": rows.lineage,
+        "report": rows.report,
+        "age": rows.age,
+    }
+    a["noise"] = np.clip(np.nan_to_num(noise, nan=cfg.min_noise), cfg.min_noise, cfg.max_noise)
+    a["lo"], a["hi"] = lineage_bounds(rows.lineage)
+    # ``cold`` rows (short history) use the strict rule
+    a["cold"] = np.arange(rows.size) - a["lo"] < cfg.min_history
+    # the least rise over the baseline that can trigger; the baseline is NaN where the
+    # row cannot reach it (and at the first record)
+    need = np.maximum(math.log(cfg.min_ratio), cfg.z * a["noise"])
+    need = np.where(a["cold"], math.log(cfg.single_record_ratio), need)
+    a["base"] = prev_window_median(rows.y, rows.lineage, cfg.window, need)
+    return a
+
+
+def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig) -> list[dict]:
+    y, base, noise = a["y"], a["base"], a["noise"]
+    zf = np.where(a["age"] < cfg.restart_grace, cfg.restart_z_factor, 1.0)
+    with np.errstate(invalid="ignore"):
+        rise = y - base
+        warm = ~a["cold"] & (rise >= math.log(cfg.min_ratio)) & (rise >= cfg.z * zf * noise)
+        # too little history for a noise scale: only a jump of single_record_ratio counts
+        cold = a["cold"] & (rise >= math.log(cfg.single_record_ratio))
+        trig = a["report"] & (warm | cold)
+    lo, hi = a["lo"], a["hi"]
+    episodes: list[dict] = []
+    free = -1
+    for t in np.flatnonzero(trig):
+        if t < free:
+            continue
+        ep = _measure(y, base, noise, int(t), int(lo[t]), int(hi[t]), cfg)
+        free = _rearm(y, ep, cfg, int(hi[t])) if ep["recovered"] else int(hi[t])
+        if ep["elevated"] < cfg.min_records and ep["ratio"] < cfg.single_record_ratio:
+            free = int(t) + 1
+            continue
+        if a["age"][ep["start"]] == 0 and not ep["recovered"]:
+            continue  # a new level set by the relaunch (loss scale, data, config)
+        episodes.append(ep)
+    return episodes
+
+
+def _rearm(y: np.ndarray, ep: dict, cfg: SpikeConfig, hi: int) -> int:
+    """Where a new spike may start: once the loss is fully back (within ``onset_z``
+    deviations of the episode's baseline), or ``window`` records after the recovery
+    (the rolling baseline has absorbed a new level by then). A long tail is not a
+    second spike."""
+    e = ep["end"]
+    stop = min(hi, e + cfg.window)
+    back = np.flatnonzero(y[e:stop] <= ep["base"] + cfg.onset_z * ep["noise"])
+    return e + int(back[0]) if back.size else stop
+
+
+def _measure(y, base, noise, t: int, lo: int, hi: int, cfg: SpikeConfig) -> dict:
+    b, s = base[t], noise[t]
+    back = y[max(lo, t - cfg.window) : t] > b + cfg.onset_z * s
+    quiet = np.flatnonzero(~back)
+    start = t - (back.size - (quiet[-1] + 1 if quiet.size else 0))
+    if start < t and start > lo:
+        b, s = prev_median(y, start, lo, cfg.window), noise[start]
+    end, recovered = _recovery(y, t, hi, b, s, cfg)
+    peak = start + int(np.argmax(y[start:end]))
+    elevated = int(np.count_nonzero(y[start:end] > b + cfg.onset_z * s))
+    ratio = float(math.exp(y[peak] - b))
+    return {
+        "trigger": t,
+        "start": start,
+        "end": end,
+        "peak": peak,
+        "recovered": recovered,
+        "elevated": elevated,
+        "ratio": ratio,
+        "base": b,
+        "noise": s,
+        "z": float((y[peak] - b) / s),
+    }
+
+
+def _recovery(y: np.ndarray, t: int, hi: int, b: float, s: float, cfg: SpikeConfig):
+    """First record after ``t`` back within ``onset_z`` deviations of the baseline ``b``
+    or within ``recover_frac`` of the excursion so far, searched in growing chunks (most
+    spikes end within a few records); ``hi`` and False when there is none."""
+    size, top = 4 * cfg.window, -np.inf
+    lo = t
+    while lo < hi:
+        chunk = y[lo : min(hi, lo + size)]
+        excursion = np.maximum(np.maximum.accumulate(chunk), top) - b
+        level = b + np.maximum(cfg.onset_z * s, cfg.recover_frac * excursion)
+        ok = chunk <= level
+        if lo == t:
+            ok[0] = False
+        hit = np.flatnonzero(ok)
+        if hit.size:
+            return lo + int(hit[0]), True
+        top = max(top, float(chunk.max()))
+        lo, size = lo + chunk.size, size * 4
+    return hi, False
+
+
+def _to_finding(a, ep: dict, cfg: SpikeConfig, kind: str, detector: str) -> Finding:
+    step = a["step"]
+    last = ep["end"] - 1 if not ep["recovered"] else ep["end"]
+    base, peak = math.exp(ep["base"]), math.exp(a["y"][ep["peak"]])
+    lone = ep["elevated"] < cfg.min_records and ep["recovered"]  # one bad record, gone
+    critical = not lone and (ep["ratio"] >= cfg.critical_ratio or not ep["recovered"])
+    what = cfg.column
+    msg = (
+        f"{what} rose {ep['ratio']:.2f}x ({fmt(base)} -> {fmt(peak)} at step "
+        f"{int(step[ep['peak']])}); "
+        + (
+            f"back to baseline at step {int(step[last])}"
+            if ep["recovered"]
+            else f"not recovered by step {int(step[last])}"
+        )
+    )
+    lineage = int(a["lineage"][ep["trigger"]])
+    if lineage:
+        msg += " (in steps later recomputed after a restart)"
+    return finding(
+        kind,
+        detector,
+        "critical" if critical else "warning",
+        step=int(step[ep["trigger"]]),
+        start_step=int(step[ep["start"]]),
+        end_step=int(step[last]),
+        score=ep["z"],
+        message=msg,
+        segment=int(a["segment"][ep["start"]]),
+        evidence={
+            "metric": what,
+            "baseline": base,
+            "peak": peak,
+            "peak_step": int(step[ep["peak"]]),
+            "ratio": ep["ratio"],
+            "recovered": ep["recovered"],
+            "records": int(ep["end"] - ep["start"]),
+            "superseded": True if lineage else None,
+        },
+    )

@@ -1,0 +1,102 @@
+"""``activation_norm_drift`` and the same trend detector on other norms.
+
+Fires when a metric that should stay level rises by a sustained factor: its current level
+(the mean of the last ``short_records`` (5) records, filtered by a running median of
+three) is at least ``min_ratio`` (1.25) times the mean of the ``baseline_records`` (1000)
+records before them, ``z`` (4) noise deviations above it, for ``min_records`` (3)
+consecutive records. The finding gives the onset (``start_step``: the first record of the
+rise), the step at which it fired (``step``, computed from past records only) and the
+ratio of the highest level to the baseline at the onset. Severity: warning from
+``warn_ratio`` (2x); a rise between ``min_ratio`` and ``warn_ratio`` is kept (as info)
+only when it precedes a loss spike or a divergence.
+
+Registered for: ``act_norm`` (``activation_norm_drift``), ``param_norm``
+(``param_norm_drift``), ``attn_logit_max`` (``attn_logit_drift``), ``logz``
+(``logz_drift``, its absolute value) and ``grad_norm`` (``grad_norm_drift``).
+
+Stays quiet on: slow growth (a doubling spread over many more than ``baseline_records``
+records), noise, falls, constant input, absent or all-null columns, fewer than
+``min_history`` records of history.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from logbook.detectors._arrays import NOISE_BLOCK
+from logbook.detectors._base import Detector, finding, fmt
+from logbook.detectors._frame import Context
+from logbook.detectors._trend import TrendConfig, trend_episodes
+from logbook.schema import Finding
+
+
+class Config(TrendConfig):
+    """Drift thresholds."""
+
+    magnitude: bool = Field(
+        False, description="Watch the absolute value (for a signed metric such as logz)."
+    )
+
+
+def _detect(kind: str):
+    def detect(ctx: Context, cfg: Config) -> list[Finding]:
+        if not ctx.has(cfg.column):
+            return []
+        rows = ctx.rows(cfg.column, cfg.magnitude)
+        eps = trend_episodes(rows, cfg, ctx.noise(cfg.column, cfg.magnitude, NOISE_BLOCK))
+        return [_finding(r, cfg, kind) for r in eps.iter_rows(named=True)]
+
+    return detect
+
+
+def _finding(r: dict, cfg: Config, kind: str) -> Finding:
+    warn = r["ratio"] >= cfg.warn_ratio
+    msg = (
+        f"{cfg.column} rose {r['ratio']:.2f}x ({fmt(r['baseline'])} -> {fmt(r['peak'])}) "
+        f"from step {r['start']} to {r['end']}"
+    )
+    if r["lineage"]:
+        msg += " (in steps later recomputed after a restart)"
+    return finding(
+        kind,
+        kind,
+        "warning" if warn else "info",
+        step=r["alarm"],
+        start_step=r["start"],
+        end_step=r["end"],
+        score=r["ratio"],
+        message=msg,
+        segment=r["segment"],
+        evidence={
+            "metric": cfg.column,
+            "baseline": r["baseline"],
+            "peak": r["peak"],
+            "peak_step": r["peak_step"],
+            "ratio": r["ratio"],
+            "superseded": True if r["lineage"] else None,
+            "precursor_only": None if warn else True,
+        },
+    )
+
+
+def _entry(kind: str, column: str, **defaults) -> Detector:
+    return Detector(
+        name=kind,
+        config=Config,
+        fn=_detect(kind),
+        kinds=(kind,),
+        doc=__doc__ or "",
+        defaults={"column": column, **defaults},
+    )
+
+
+DETECTORS = {
+    d.name: d
+    for d in (
+        _entry("activation_norm_drift", "act_norm"),
+        _entry("param_norm_drift", "param_norm"),
+        _entry("attn_logit_drift", "attn_logit_max"),
+        _entry("logz_drift", "logz", magnitude=True),
+        _entry("grad_norm_drift", "grad_norm"),
+    )
+}

@@ -1,0 +1,152 @@
+"""``lr_change``: a jump of the learning rate that a smooth schedule does not explain.
+
+Works on the trajectory's learning rate (zero and missing values left out). For each
+record the slope per step since the previous record is compared with what each side
+predicts (the neighbouring interval's slope, or its extrapolation from two intervals);
+the part of the change that neither side explains, less half the neighbours' difference
+in slope (a bend of the schedule, such as the end of the warm-up falling between two
+records), is the *unexplained* change. Fires
+when it reaches ``min_rel_change`` (2%) of the learning rate. Also reports the parsers'
+``lr_change`` events. The finding gives old, new and ratio. Severity: info when the jump
+is at a restart (a relaunch with a new schedule, ``manual`` in the evidence) or comes
+from a parser event marked manual; warning when it happens inside a segment.
+
+Stays quiet on: the warm-up (any rise before the learning rate first stops rising, unless
+at a restart), cosine/linear/inverse-sqrt decay, the end of the warm-up, print rounding, a
+constant learning rate, fewer than two records.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+from pydantic import Field
+
+from logbook.detectors._base import Detector, DetectorConfig, finding, fmt
+from logbook.detectors._frame import Context
+from logbook.schema import Finding, LrChange
+
+NAME = "lr_change"
+
+
+class Config(DetectorConfig):
+    """Learning-rate discontinuity threshold."""
+
+    min_rel_change: float = Field(
+        0.02, gt=0, description="Unexplained change, relative to the learning rate, that fires."
+    )
+
+
+def detect(ctx: Context, cfg: Config) -> list[Finding]:
+    out = _from_series(ctx, cfg) if ctx.has("lr") else []
+    seen = [f.step for f in out]
+    tol = max(ctx.interval, 1)
+    for e in ctx.events:
+        if not isinstance(e, LrChange) or e.step is None:
+            continue
+        if not any(abs(e.step - s) <= tol for s in seen if s is not None):
+            out.append(_from_event(e))
+    return out
+
+
+def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
+    f = ctx.frame
+    lr = f.get_column("lr").cast(pl.Float64).fill_null(np.nan).to_numpy()
+    keep = (f.get_column("lineage").to_numpy() == 0) & np.isfinite(lr) & (lr > 0)
+    lr = lr[keep]
+    if lr.size < 2:
+        return []
+    step = f.get_column("step").to_numpy()[keep]
+    age = f.get_column("restart_age").to_numpy()[keep]
+    prev = np.concatenate(([np.nan], lr[:-1]))
+    dstep = np.concatenate(([np.nan], np.diff(step).astype(float)))
+    s = (lr - prev) / dstep  # slope per step since the previous record
+    p1, p2, n1, n2 = _shift(s, 1), _shift(s, 2), _shift(s, -1), _shift(s, -2)
+    with np.errstate(invalid="ignore"):
+        # each side predicts the slope from its neighbour (level) and from its two
+        # neighbours (curvature: the flattening end of a cosine)
+        left = np.fmin(np.abs(s - p1), np.abs(s - (2 * p1 - p2)))
+        right = np.fmin(np.abs(s - n1), np.abs(s - (2 * n1 - n2)))
+        resid = np.where(np.isnan(p1) & np.isnan(n1), np.abs(s), np.fmin(left, right))
+        bend = np.nan_to_num(np.abs(n1 - p1) / 2)
+        u = (resid - bend) * dstep / np.fmax(lr, prev)
+        # the warm-up: every rise before the learning rate first stops rising (unless a
+        # relaunch set it)
+        ended = np.maximum.accumulate(lr <= prev)
+        warm = ~ended & (lr > prev) & (age > 0)
+        hits = np.flatnonzero((u >= cfg.min_rel_change) & ~warm)
+    segment = f.get_column("segment").to_numpy()[keep]
+    return [
+        _finding(
+            {
+                "step": int(step[i]),
+                "segment": int(segment[i]),
+                "restart_age": int(age[i]),
+                "lr": float(lr[i]),
+                "old": float(prev[i]),
+                "u": float(u[i]),
+            }
+        )
+        for i in hits
+    ]
+
+
+def _shift(x: np.ndarray, k: int) -> np.ndarray:
+    """``x`` moved ``k`` rows later (negative: earlier), NaN where nothing moved in."""
+    out = np.full(x.size, np.nan)
+    if k > 0:
+        out[k:] = x[:-k]
+    else:
+        out[:k] = x[-k:]
+    return out
+
+
+def _finding(r: dict) -> Finding:
+    at_restart = r["restart_age"] == 0
+    ratio = r["lr"] / r["old"]
+    where = "at a restart" if at_restart else "inside a segment"
+    msg = (
+        f"learning rate {fmt(r['old'])} -> {fmt(r['lr'])} ({ratio:.3g}x) at step {r['step']}, "
+        f"{where}; not explained by a smooth schedule"
+    )
+    return finding(
+        "lr_change",
+        NAME,
+        "info" if at_restart else "warning",
+        step=r["step"],
+        start_step=r["step"],
+        end_step=r["step"],
+        score=abs(math.log(ratio)),
+        message=msg,
+        segment=r["segment"],
+        evidence={
+            "old": r["old"],
+            "new": r["lr"],
+            "ratio": ratio,
+            "unexplained": r["u"],
+            "manual": at_restart,
+            "at_restart": at_restart,
+        },
+    )
+
+
+def _from_event(e: LrChange) -> Finding:
+    ratio = e.new / e.old if e.old and e.new is not None else None
+    manual = bool(e.manual)
+    return finding(
+        "lr_change",
+        NAME,
+        "info" if manual else "warning",
+        step=e.step,
+        start_step=e.step,
+        end_step=e.step,
+        score=abs(math.log(ratio)) if ratio else None,
+        message=f"learning rate {fmt(e.old)} -> {fmt(e.new)} at step {e.step} (from the log)",
+        segment=e.segment,
+        evidence={"old": e.old, "new": e.new, "ratio": ratio, "manual": e.manual},
+    )
+
+
+DETECTOR = Detector(name=NAME, config=Config, fn=detect, kinds=("lr_change",), doc=__doc__ or "")

@@ -1,0 +1,147 @@
+"""loss_spike and grad_norm_spike: exact episodes on constructed series."""
+
+import numpy as np
+import polars as pl
+
+from logbook.detectors import DETECTORS, build_context, detect
+from logbook.run import Run
+from logbook.schema import Restart
+
+LOSS = DETECTORS["loss_spike"]
+GRAD = DETECTORS["grad_norm_spike"]
+
+
+def noise(n: int, seed: int, sigma: float) -> np.ndarray:
+    """Heavy-tailed noise from numpy's frozen legacy stream."""
+    return sigma * np.random.RandomState(seed).standard_t(4, n) / np.sqrt(2)
+
+
+def descent(n: int, seed: int = 0, sigma: float = 0.01) -> np.ndarray:
+    s = np.arange(1, n + 1)
+    return (2.0 + 9.0 * (1 + s / 100) ** -0.7) * np.exp(noise(n, seed, sigma))
+
+
+def run_of(**cols) -> Run:
+    n = len(next(iter(cols.values())))
+    return Run(metrics=pl.DataFrame({"step": np.arange(1, n + 1), **cols}))
+
+
+def spikes(det, run: Run):
+    return det(build_context(run))
+
+
+def test_clean_descent_with_heavy_tailed_noise_is_quiet():
+    assert spikes(LOSS, run_of(loss=descent(3000))) == []
+
+
+def test_injected_spike_exact_episode():
+    loss = descent(1000)
+    loss[499:504] *= [1.5, 3.0, 2.0, 1.4, 1.1]  # steps 500..504
+    (f,) = spikes(LOSS, run_of(loss=loss))
+    # ends at the first record back within 20% of the excursion: 1.1x at step 504
+    assert (f.kind, f.severity, f.step, f.start_step, f.end_step) == (
+        "loss_spike",
+        "critical",
+        500,
+        500,
+        504,
+    )
+    assert f.evidence["peak_step"] == 501
+    assert f.evidence["recovered"] is True
+    assert round(f.evidence["ratio"], 1) == 3.0
+
+
+def test_small_spike_is_a_warning_and_unrecovered_is_critical():
+    loss = descent(1000)
+    loss[599:603] *= 1.5
+    (f,) = spikes(LOSS, run_of(loss=loss))
+    assert (f.severity, f.start_step, f.end_step) == ("warning", 600, 604)
+    loss = descent(1000)
+    loss[949:] *= 1.6  # still up at the last record
+    (f,) = spikes(LOSS, run_of(loss=loss))
+    assert (f.severity, f.start_step, f.end_step, f.evidence["recovered"]) == (
+        "critical",
+        950,
+        1000,
+        False,
+    )
+
+
+def test_lone_outlier_below_single_record_ratio_is_ignored():
+    loss = descent(1000)
+    loss[499] *= 1.8  # one record, under the 2x bar
+    assert spikes(LOSS, run_of(loss=loss)) == []
+    loss[499] *= 1.3  # 2.34x: a lone record that large counts
+    (f,) = spikes(LOSS, run_of(loss=loss))
+    assert (f.start_step, f.end_step) == (500, 501)
+
+
+def test_constant_null_and_single_record():
+    assert spikes(LOSS, run_of(loss=np.full(500, 2.5))) == []
+    assert spikes(LOSS, run_of(loss=pl.Series([None] * 300, dtype=pl.Float64))) == []
+    assert spikes(LOSS, run_of(loss=[3.0])) == []
+    assert spikes(LOSS, Run()) == []
+
+
+def test_short_history_needs_a_doubling():
+    # a log that starts with the spike: three records, the third 2.2x the first two
+    assert [f.start_step for f in spikes(LOSS, run_of(loss=[12.1, 12.0, 26.5, 13.0]))] == [3]
+    assert spikes(LOSS, run_of(loss=[12.1, 12.0, 18.0, 13.0])) == []
+
+
+def _restarted(loss_a, loss_b, resume):
+    n_a, n_b = len(loss_a), len(loss_b)
+    df = pl.DataFrame(
+        {
+            "step": np.r_[np.arange(1, n_a + 1), np.arange(resume + 1, resume + n_b + 1)],
+            "segment": np.r_[np.zeros(n_a, int), np.ones(n_b, int)],
+            "loss": np.r_[loss_a, loss_b],
+        }
+    )
+    restart = Restart(step=resume + 1, segment=1, resume_step=resume)
+    return Run(metrics=df, events=[restart])
+
+
+def test_restart_bump_is_not_a_spike_but_the_rewound_spike_is_found():
+    full = descent(1500, seed=1)
+    a = full[:700].copy()
+    a[649:653] *= [2.0, 2.6, 2.0, 1.5]  # steps 650..653, then the team rewinds to 600
+    b = descent(1500, seed=2)[600:1500]
+    b[:3] *= [1.06, 1.04, 1.02]  # the first records after the relaunch are a bit off
+    found = spikes(LOSS, _restarted(a, b, 600))
+    assert [(f.start_step, f.segment, f.evidence.get("superseded")) for f in found] == [
+        (650, 0, True)
+    ]
+    assert "recomputed after a restart" in found[0].message
+
+
+def test_level_shift_at_relaunch_is_not_a_spike():
+    a = descent(600, seed=3)
+    b = descent(1200, seed=4)[600:] * 1.8  # new level from the first record on
+    assert spikes(LOSS, _restarted(a, b, 600)) == []
+
+
+def test_grad_norm_spike_exact_and_quiet_on_wobble():
+    g = 0.3 * np.exp(noise(1000, 5, 0.15))
+    assert spikes(GRAD, run_of(grad_norm=g)) == []
+    g[299:303] *= [4.0, 12.0, 6.0, 2.0]
+    (f,) = spikes(GRAD, run_of(grad_norm=g))
+    assert (f.kind, f.start_step, f.evidence["peak_step"], f.severity) == (
+        "grad_norm_spike",
+        300,
+        301,
+        "warning",
+    )
+
+
+def test_grad_norm_printed_as_zero_is_not_measured():
+    assert spikes(GRAD, run_of(grad_norm=np.zeros(200))) == []
+
+
+def test_detect_is_deterministic():
+    loss = descent(800)
+    loss[399:402] *= [2.0, 2.5, 1.5]
+    run = run_of(loss=loss, grad_norm=0.3 * np.exp(noise(800, 6, 0.1)))
+    a = [f.model_dump() for f in detect(run)]
+    b = [f.model_dump() for f in detect(run)]
+    assert a == b and [f["id"] for f in a] == ["loss_spike@400"]
