@@ -1,0 +1,107 @@
+"""``logbook report``: the audit of a run as one HTML file (or Markdown)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+REPORT_FORMATS = ("html", "md")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the command to the app."""
+    app.command("report")(report)
+
+
+def report(
+    logs: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Log files of one run (raw, generic JSONL or logbook)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the report here (.html, or .md)."),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="html or md; taken from the output name when not given."),
+    ] = None,
+    notes: Annotated[
+        list[Path] | None,
+        typer.Option("--notes", help="Chronicle (team logbook) files to place on the run."),
+    ] = None,
+    tz: Annotated[
+        str, typer.Option("--tz", help="Time zone of chronicle times written without one.")
+    ] = "UTC",
+    log_format: Annotated[
+        str | None, typer.Option("--log-format", help="Log format; sniffed when not given.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Detector thresholds (TOML, or JSON).")
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Override one threshold: detector.field=value (repeatable)."),
+    ] = None,
+    no_figures: Annotated[
+        bool, typer.Option("--no-figures", help="Leave the figures out (faster).")
+    ] = False,
+) -> None:
+    """Write the audit report of a run: summary, figures, restarts and goodput,
+    remedies for each critical spike, and sortable tables of findings and events."""
+    from logbook.errors import UsageError
+
+    if not logs:
+        raise UsageError("no log file given (logbook report LOG... -o report.html)")
+    if output is None:
+        raise UsageError("no output given: -o report.html (or -o report.md)")
+    kind = _format(output, fmt)
+    if output.is_dir():
+        raise UsageError(f"output {output}: is a directory")
+    from logbook.report import build_report, write_report
+
+    run, findings = _analyse(logs, log_format, notes or [], tz, config, sets or [])
+    built = build_report(run, findings, figures=not no_figures)
+    written = write_report(built, output, kind)
+    s = built.summary
+    typer.echo(
+        f"wrote {written[0]}: {s.records:,} records, {len(findings)} finding(s), "
+        f"{len(built.remedies)} remedy(ies), {len(built.figures)} figure(s)"
+    )
+    for extra in written[1:]:
+        typer.echo(f"wrote {extra}")
+
+
+def _format(output: Path, fmt: str | None) -> str:
+    from logbook.errors import UsageError
+
+    if fmt is None:
+        return "md" if output.suffix.lower() in (".md", ".markdown") else "html"
+    if fmt not in REPORT_FORMATS:
+        raise UsageError(f"--format {fmt!r}: use html or md")
+    return fmt
+
+
+def _analyse(
+    logs: list[Path],
+    log_format: str | None,
+    notes: list[Path],
+    tz: str,
+    config: Path | None,
+    sets: list[str],
+):
+    """Read the run (with its chronicle notes) and run the detectors on it."""
+    from logbook.detectors import detect
+    from logbook.detectors._config import build_config, read_config_file
+    from parsers import read_log
+
+    tables = read_config_file(config) if config is not None else None
+    cfg = build_config(tables, sets)
+    run = read_log(list(logs), log_format)
+    if notes:
+        from parsers.notes import attach_notes
+
+        run = attach_notes(run, list(notes), tz)
+    return run, detect(run, cfg)

@@ -1,0 +1,74 @@
+"""Downsampling for drawing: first, min, max and last point of each step bin.
+
+A million points cannot be drawn one per pixel; averaging them would erase the spikes a
+report exists to show. Each bin of the step axis keeps its first, lowest, highest and
+last finite point, in step order, so that the drawn line passes through every extreme:
+a one-record spike survives at any zoom level.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+DEFAULT_BINS = 1200  # about two points per horizontal pixel of a report figure
+
+
+def minmax_bins(
+    steps: np.ndarray, values: np.ndarray, bins: int = DEFAULT_BINS
+) -> tuple[np.ndarray, np.ndarray]:
+    """The points to draw for ``values`` over ``steps`` (both 1-D, same length).
+
+    Non-finite values are left out (they are marked separately). When there are at most
+    ``4 * bins`` finite points they are all returned, in step order.
+    """
+    steps = np.asarray(steps, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(values) & np.isfinite(steps)
+    s, v = steps[ok], values[ok]
+    if s.size <= 4 * bins:
+        order = np.argsort(s, kind="stable")
+        return s[order], v[order]
+    lo, hi = float(s.min()), float(s.max())
+    width = (hi - lo) / bins if hi > lo else 1.0
+    idx = np.minimum(((s - lo) / width).astype(np.int64), bins - 1)
+    df = pl.DataFrame({"b": idx, "s": s, "v": v, "i": np.arange(s.size)})
+    df = df.sort(["b", "s", "i"])
+    picks = df.group_by("b").agg(
+        pl.col("i").first().alias("first"),
+        pl.col("i").sort_by("v", "s").first().alias("low"),
+        pl.col("i").sort_by("v", "s").last().alias("high"),
+        pl.col("i").last().alias("last"),
+    )
+    keep = np.unique(
+        picks.select(pl.concat_list("first", "low", "high", "last").explode())
+        .to_series()
+        .to_numpy()
+    )
+    order = np.lexsort((keep, s[keep]))
+    chosen = keep[order]
+    return s[chosen], v[chosen]
+
+
+def lineage_series(
+    frame: pl.DataFrame, column: str, bins: int = DEFAULT_BINS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Downsampled points of ``column`` for each lineage of ``frame`` (a ``lineage`` column
+    numbers them), joined with a NaN between lineages so that lines do not connect."""
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    for key in sorted(frame.get_column("lineage").unique().to_list()):
+        part = frame.filter(pl.col("lineage") == key)
+        x, y = minmax_bins(
+            part.get_column("step").to_numpy(),
+            part.get_column(column).cast(pl.Float64).to_numpy(),
+            bins,
+        )
+        if xs:
+            xs.append(np.array([np.nan]))
+            ys.append(np.array([np.nan]))
+        xs.append(x)
+        ys.append(y)
+    if not xs:
+        return np.array([]), np.array([])
+    return np.concatenate(xs), np.concatenate(ys)

@@ -1,0 +1,147 @@
+"""The report as one self-contained HTML file: inline CSS, figures as data: URIs, and a
+small inline script that sorts a table by the column whose heading is clicked. Nothing
+is fetched from the network."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+
+from logbook.report.blocks import (
+    Block,
+    Code,
+    Document,
+    Heading,
+    Image,
+    Items,
+    KeyValues,
+    Para,
+    TableBlock,
+)
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;
+max-width:1280px;padding:0 16px;color:#1d1d1f}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:4px;
+margin-top:32px}h3{font-size:15px;margin-top:20px}
+table{border-collapse:collapse;margin:8px 0;font-size:12px}
+td,th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}
+th{background:#f4f4f6}table.sortable th{cursor:pointer;user-select:none}
+table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}
+table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
+table.kv th{width:300px;font-weight:normal;color:#555}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.warn{color:#8a4b00}li.warn,p.warn{background:#fff6e5}
+pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:8px;overflow-x:auto;font-size:12px;
+white-space:pre-wrap;word-break:break-all}
+figure{margin:12px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:12px;color:#555}.sev-critical{color:#b00020;font-weight:600}
+.sev-warning{color:#a15c00}.sev-info{color:#555}
+"""
+
+# Sorts the rows of a table.sortable by the clicked column: numbers by value (the
+# cell's data-v, else its text), the rest as text; a second click reverses.
+SCRIPT = """
+(function () {
+  "use strict";
+  function key(td) {
+    var v = td.hasAttribute("data-v") ? td.getAttribute("data-v") : td.textContent;
+    var n = v.trim() === "" ? NaN : Number(v);
+    return isNaN(n) ? [1, v.toLowerCase()] : [0, n];
+  }
+  function compare(a, b) {
+    if (a[0] !== b[0]) { return a[0] - b[0]; }
+    return a[1] < b[1] ? -1 : (a[1] > b[1] ? 1 : 0);
+  }
+  var tables = document.querySelectorAll("table.sortable");
+  Array.prototype.forEach.call(tables, function (table) {
+    var heads = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(heads, function (th, col) {
+      th.addEventListener("click", function () {
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        var up = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", up ? "ascending" : "descending");
+        rows.sort(function (a, b) {
+          var c = compare(key(a.cells[col]), key(b.cells[col]));
+          return up ? c : -c;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+})();
+"""
+
+
+def to_html(doc: Document) -> str:
+    """The whole document as an HTML page."""
+    body = "\n".join(_block(b) for b in doc.blocks)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(doc.title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f"{body}\n"
+        '<p class="foot">Written by <code>logbook report</code> (schema logbook/1).</p>\n'
+        f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    )
+
+
+def _block(b: Block) -> str:
+    if isinstance(b, Heading):
+        anchor = f' id="{escape(b.anchor)}"' if b.anchor else ""
+        return f"<h{b.level}{anchor}>{escape(b.text)}</h{b.level}>"
+    if isinstance(b, Para):
+        css = f' class="{b.css}"' if b.css else ""
+        return f"<p{css}>{escape(b.text)}</p>"
+    if isinstance(b, Items):
+        css = f' class="{b.css}"' if b.css else ""
+        return "<ul>" + "".join(f"<li{css}>{escape(i)}</li>" for i in b.items) + "</ul>"
+    if isinstance(b, KeyValues):
+        rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in b.pairs)
+        return f'<table class="kv"><tbody>{rows}</tbody></table>'
+    if isinstance(b, TableBlock):
+        return _table(b)
+    if isinstance(b, Code):
+        title = f"<h4>{escape(b.title)}</h4>" if b.title else ""
+        return f"{title}<pre><code>{escape(chr(10).join(b.lines))}</code></pre>"
+    if isinstance(b, Image):
+        return _image(b)
+    raise TypeError(f"unknown block {type(b).__name__}")
+
+
+def _table(b: TableBlock) -> str:
+    t = b.table
+    css = "sortable" if b.sortable else ""
+    anchor = f' id="{escape(b.anchor)}"' if b.anchor else ""
+    head = "".join(f"<th>{escape(h)}</th>" for h in t.headers)
+    rows = []
+    sev = t.headers.index("severity") if "severity" in t.headers else -1
+    for row in t.rows:
+        cells = []
+        for i, c in enumerate(row):
+            attrs = ""
+            if isinstance(c.key, float):
+                attrs = f' data-v="{c.key:.17g}"'
+                if i != sev:
+                    attrs += ' class="num"'
+            if i == sev:
+                attrs += f' class="sev-{escape(c.text)}"'
+            cells.append(f"<td{attrs}>{escape(c.text)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (
+        f'<table class="{css}"{anchor}><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _image(b: Image) -> str:
+    fig = b.figure
+    data = base64.b64encode(fig.png).decode("ascii")
+    alt = escape(fig.title)
+    return (
+        f'<figure id="fig-{escape(fig.name)}"><img src="data:image/png;base64,{data}" '
+        f'alt="{alt}"><figcaption>{escape(fig.caption)}</figcaption></figure>'
+    )
