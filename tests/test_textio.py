@@ -1,0 +1,189 @@
+import gzip
+import random
+import tracemalloc
+
+import polars as pl
+import pytest
+
+from logbook import textio
+from logbook.errors import InputError
+from logbook.textio import head_lines, read_lines, split_lines
+
+
+def _frame(texts: list[str]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"line": list(range(1, len(texts) + 1)), "text": texts},
+        schema={"line": pl.Int64, "text": pl.String},
+    )
+
+
+def _read(tmp_path, data: bytes, name: str = "x.log"):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return read_lines(path)
+
+
+def test_lf_lines_are_numbered_from_one(tmp_path):
+    frame, stats = _read(tmp_path, b"first line\nsecond\n")
+    assert frame.equals(_frame(["first line", "second"]))
+    assert (stats.lines, stats.crlf, stats.no_final_newline, stats.gzip) == (2, False, False, False)
+    assert stats.invalid_utf8_lines == []
+
+
+def test_crlf_reads_like_lf(tmp_path):
+    frame, stats = _read(tmp_path, b"iteration 1 | loss 2.5\r\n\r\nlast\r\n")
+    assert frame.equals(_frame(["iteration 1 | loss 2.5", "", "last"]))
+    assert stats.crlf is True and stats.lines == 3
+
+
+def test_carriage_return_inside_a_line_is_kept(tmp_path):
+    frame, stats = _read(tmp_path, b"a\rb\nc\r\r\n")
+    assert frame["text"].to_list() == ["a\rb", "c\r"]
+    assert stats.crlf is True
+
+
+def test_no_final_newline(tmp_path):
+    frame, stats = _read(tmp_path, b"a\nb")
+    assert frame.equals(_frame(["a", "b"]))
+    assert stats.no_final_newline is True
+    frame, stats = _read(tmp_path, b"a\nb\r")
+    assert frame["text"].to_list() == ["a", "b"]
+    assert stats.no_final_newline is True and stats.crlf is True
+
+
+def test_blank_lines_keep_numbering(tmp_path):
+    frame, stats = _read(tmp_path, b"a\n\n  \n\nb\n\n")
+    assert frame.equals(_frame(["a", "", "  ", "", "b", ""]))
+    assert stats.lines == 6
+
+
+@pytest.mark.parametrize("size", [0, 1, 11, 12, 13, 14, 200])
+def test_lines_of_every_length_round_trip(tmp_path, size):
+    # views hold lines of up to 12 bytes inline and point into the file for longer ones
+    texts = ["x" * size, "é" * size, "ab" + "€" * size, str(size)]
+    frame, _ = _read(tmp_path, "\n".join(texts).encode() + b"\n")
+    assert frame["text"].to_list() == texts
+
+
+def test_invalid_utf8_is_replaced_and_counted(tmp_path):
+    raw = b"ok\nbad \xff byte in a long line\nfine \xc3\xa9\n\xc3\n\xed\xa0\x80x\nend"
+    frame, stats = _read(tmp_path, raw)
+    assert frame["text"].to_list() == [
+        "ok",
+        "bad \ufffd byte in a long line",
+        "fine é",
+        "\ufffd",
+        "\ufffd\ufffd\ufffdx",
+        "end",
+    ]
+    assert stats.invalid_utf8_lines == [2, 4, 5]
+    assert frame["line"].to_list() == [1, 2, 3, 4, 5, 6]
+
+
+def test_invalid_lines_agree_with_python_decoder():
+    # valid sequences, truncated ones, surrogates, overlong forms, above U+10FFFF, bad bytes
+    good = [b"a", b" ", b"\n", b"\r\n", b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80"]
+    bad = [b"\xff", b"\x80", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"]
+    bad += [b"\xc0\xaf", b"\xe0\x80\xaf", b"\xf0\x80\x80\xaf", b"\xf5"]
+    pieces = [*good, *bad, b"0123456789abcdef"]
+    rng = random.Random(7)
+    for _ in range(300):
+        raw = b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
+        frame, stats = split_lines(raw)
+        body = raw[:-1] if raw.endswith(b"\n") else raw
+        lines = [x[:-1] if x.endswith(b"\r") else x for x in body.split(b"\n")]
+        expect_bad = []
+        for i, x in enumerate(lines, 1):
+            try:
+                x.decode("utf-8")
+            except UnicodeDecodeError:
+                expect_bad.append(i)
+        assert stats.invalid_utf8_lines == expect_bad
+        assert frame["text"].to_list() == [x.decode("utf-8", errors="replace") for x in lines]
+
+
+def test_large_input_is_split_across_data_buffers(monkeypatch):
+    raw = b"".join(b"line %d with some text\n" % i for i in range(50)) + b"\xff\xfe tail"
+    whole, whole_stats = split_lines(raw)
+    monkeypatch.setattr(textio, "_MAX_BUFFER", 100)
+    split, stats = split_lines(raw)
+    assert split.equals(whole)
+    assert stats.invalid_utf8_lines == whole_stats.invalid_utf8_lines == [51]
+    assert split["text"][-1] == "\ufffd\ufffd tail"
+
+
+def test_line_longer_than_a_buffer_is_refused(monkeypatch):
+    monkeypatch.setattr(textio, "_MAX_BUFFER", 10)
+    with pytest.raises(InputError, match="^a line is longer than 2 GiB: not a text log$"):
+        split_lines(b"short\n" + b"y" * 11 + b"\n")
+
+
+def test_text_is_not_copied(tmp_path):
+    # the frame holds the file's bytes once, plus a 16-byte view and an 8-byte line number
+    raw = b"".join(b" iteration %8d/ 1000000 | lm loss: 2.5E+00 |\n" % i for i in range(20000))
+    frame, _ = _read(tmp_path, raw)
+    assert frame.height == 20000
+    assert frame.estimated_size() <= len(raw) + 24 * frame.height + 4096
+
+
+def test_reading_makes_no_copy_of_the_bytes(monkeypatch):
+    # numpy temporaries are traced: splitting costs a few bytes a line, not the file again
+    monkeypatch.setattr(textio, "_SCAN_CHUNK", 1 << 16)
+    line = b" iteration %8d/ 1000000 | " + b"lm loss: 2.345678E+00 | " * 15 + b"\n"
+    raw = b"".join(line % i for i in range(5000))
+    split_lines(raw)  # first use initializes libraries
+    tracemalloc.start()
+    split_lines(raw)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < len(raw) // 3
+
+
+def test_gzip_reads_like_plain(tmp_path):
+    raw = b"a\r\n\nb \xff\n"
+    plain, plain_stats = _read(tmp_path, raw)
+    frame, stats = _read(tmp_path, gzip.compress(raw), "x.log.gz")
+    assert frame.equals(plain)
+    assert stats.gzip is True and plain_stats.gzip is False
+    assert (stats.crlf, stats.invalid_utf8_lines) == (True, [3])
+
+
+def test_damaged_gzip_is_refused(tmp_path):
+    path = tmp_path / "x.log.gz"
+    path.write_bytes(gzip.compress(b"a\n" * 100)[:20])
+    with pytest.raises(InputError, match=r"x\.log\.gz: damaged gzip file"):
+        read_lines(path)
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n", b" \r\n\t\n"])
+def test_empty_file_is_refused(tmp_path, data):
+    with pytest.raises(InputError, match=r"x\.log: file is empty$"):
+        _read(tmp_path, data)
+
+
+def test_binary_file_is_refused(tmp_path):
+    with pytest.raises(InputError, match=r"x\.log: not a text log \(binary data at byte 3\)$"):
+        _read(tmp_path, b"abc\x00def\n")
+
+
+def test_directory_and_missing_file_are_refused(tmp_path):
+    with pytest.raises(InputError, match=r": is a directory, not a log file$"):
+        read_lines(tmp_path)
+    with pytest.raises(InputError, match=r"nope\.log: no such file$"):
+        read_lines(tmp_path / "nope.log")
+
+
+def test_split_lines_of_no_bytes_is_an_empty_frame():
+    frame, stats = split_lines(b"")
+    assert frame.equals(_frame([]))
+    assert stats.lines == 0
+
+
+def test_head_lines_reads_plain_and_gzip(tmp_path):
+    raw = b"one\r\ntwo \xff\nthree\nfour\n"
+    plain = tmp_path / "a.log"
+    plain.write_bytes(raw)
+    packed = tmp_path / "a.log.gz"
+    packed.write_bytes(gzip.compress(raw))
+    assert head_lines(plain, 3) == ["one", "two \ufffd", "three"]
+    assert head_lines(packed, 3) == ["one", "two \ufffd", "three"]
