@@ -110,9 +110,8 @@ def _headline(run) -> str:
     steps = m.get_column("step").drop_nulls()
     span = f", steps {steps.min()}..{steps.max()}" if steps.len() else ""
     segs = m.get_column("segment").n_unique() if m.height else 0
-    what = " ".join(
-        x for x in (run.meta.name, f"({run.meta.format})" if run.meta.format else None) if x
-    )
+    name = run.meta.name or ", ".join(Path(x).name for x in run.meta.sources) or None
+    what = " ".join(x for x in (name, f"({run.meta.format})" if run.meta.format else None) if x)
     return f"{what or 'run'}: {m.height:,} records, {segs} segment(s){span}"
 
 
