@@ -112,7 +112,9 @@ def _headline(run) -> str:
     segs = m.get_column("segment").n_unique() if m.height else 0
     name = run.meta.name or ", ".join(Path(x).name for x in run.meta.sources) or None
     what = " ".join(x for x in (name, f"({run.meta.format})" if run.meta.format else None) if x)
-    return f"{what or 'run'}: {m.height:,} records, {segs} segment(s){span}"
+    head = f"{what or 'run'}: {m.height:,} records, {segs} segment(s){span}"
+    # what the log cannot show (a window-averaged loss, filtered NaNs, a sampled history)
+    return "\n".join([head, *(f"note: {c}" for c in run.meta.caveats)])
 
 
 def finding_json(f: Finding) -> dict[str, Any]:

@@ -4,7 +4,10 @@ A format is one module with ``NAME``, ``DESCRIPTION``, ``EXAMPLE`` (one line of 
 format), ``MAPS`` (what it maps to which column), ``sniff(head) -> int`` (0 = not this
 format, up to 100 = certain, from the first lines of a file) and
 ``parse(lines, name) -> Parsed`` (``lines``: the frame from ``logbook.textio``).
-Adding a format is one module plus one line in ``FORMATS``.
+A format whose input is a directory or a binary file also has ``sniff_path(path) ->
+int`` and ``read_path(path) -> list[Parsed]`` (one part per launch, in launch order,
+each with ``meta["file"]`` and ``meta["lines"]``): a path that one of them claims is
+read that way. Adding a format is one module plus one line in ``FORMATS``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,20 @@ from logbook.parsed import Parsed
 from logbook.run import ParseStats, Run, RunMeta
 from logbook.segments import order_parts, stitch
 from logbook.textio import head_lines, read_lines
-from parsers import chronicle, fairseq_simple, jsonl, logbook_file, megatron, metaseq
+from parsers import (
+    chronicle,
+    fairseq_simple,
+    hf_trainer,
+    jsonl,
+    lightning_csv,
+    logbook_file,
+    megatron,
+    metaseq,
+    nanogpt,
+    tensorboard,
+    torchtitan,
+    wandb,
+)
 
 FORMATS: dict[str, ModuleType] = {
     "logbook": logbook_file,
@@ -26,7 +42,25 @@ FORMATS: dict[str, ModuleType] = {
     "fairseq-simple": fairseq_simple,
     "jsonl": jsonl,
     "chronicle": chronicle,
+    "hf-trainer": hf_trainer,
+    "tensorboard": tensorboard,
+    "wandb": wandb,
+    "nanogpt": nanogpt,
+    "torchtitan": torchtitan,
+    "lightning-csv": lightning_csv,
 }
+
+# What a run's metadata keeps from its parts' meta (the first part that has it), for
+# the detectors and the report: see docs/formats.md.
+META_FLAGS = (
+    "loss_window_averaged",
+    "loss_window_steps",
+    "nonfinite_filtered",
+    "sampled",
+    "bucketed",
+    "summary",
+    "trainer_state",
+)
 
 # Markdown is prose: a dated chronicle quoting log lines is still a chronicle.
 PROSE_SUFFIXES = (".md", ".markdown")
@@ -40,8 +74,14 @@ def sniff(path: str | Path) -> str:
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file")
+    by_path = {n: m.sniff_path(p) for n, m in FORMATS.items() if hasattr(m, "sniff_path")}
+    claimed = max(by_path, key=lambda k: by_path[k]) if by_path else None
+    if claimed is not None and by_path[claimed] > 0:
+        return claimed
     if p.is_dir():
-        raise InputError(f"{p}: is a directory, not a log file")
+        raise InputError(
+            f"{p}: is a directory without TensorBoard event files or trainer_state.json"
+        )
     if p.suffix == ".parquet":
         return "logbook"
     head = head_lines(p, SNIFF_LINES)
@@ -81,6 +121,30 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
     return parsed, stats
 
 
+def parse_path(path: str | Path, fmt: str) -> list[tuple[Parsed, ParseStats]]:
+    """Parse one path: a directory or binary file by its format's ``read_path`` (one
+    part per launch), a text file by ``parse_file``."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+    mod, p = FORMATS[fmt], Path(path)
+    if not (hasattr(mod, "read_path") and mod.sniff_path(p) > 0):
+        return [parse_file(path, fmt)]
+    out = []
+    for part in mod.read_path(p):
+        unrec = part.unrecognized
+        stats = ParseStats(
+            file=str(part.meta.get("file", p)),
+            format=fmt,
+            lines=int(part.meta.get("lines", 0)),
+            records=part.metrics.height,
+            unrecognized=unrec.len(),
+            first_unrecognized=unrec.head(FIRST_UNRECOGNIZED).to_list(),
+            ignored=part.ignored,
+        )
+        out.append((part, stats))
+    return out
+
+
 def read_log(paths: list[str | Path] | str | Path, fmt: str | None = None, tz: str = "UTC") -> Run:
     """Read one run from its log files (one per job attempt), stitched in launch order.
 
@@ -100,7 +164,7 @@ def read_log(paths: list[str | Path] | str | Path, fmt: str | None = None, tz: s
         from parsers.notes import read_notes
 
         return read_notes(list(paths), tz)
-    results = [parse_file(p, f) for p, f in zip(paths, formats, strict=True)]
+    results = [r for p, f in zip(paths, formats, strict=True) for r in parse_path(p, f)]
     order = order_parts([r[0] for r in results])
     ranked = sorted(range(len(results)), key=lambda i: order.index(results[i][0]))
     parts = [results[i][0] for i in ranked]
@@ -116,12 +180,17 @@ def _meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
     caveats: list[str] = []
     name = None
     train_iters = None
+    extra: dict = {}
     for p in parts:
         units.update(p.meta.get("units", {}))
         caveats += [c for c in p.meta.get("caveats", []) if c not in caveats]
         name = name or p.meta.get("run")
         train_iters = p.meta.get("train_iters", train_iters)
-    extra = {"train_iters": train_iters} if train_iters is not None else {}
+        for k in META_FLAGS:
+            if p.meta.get(k) is not None:
+                extra.setdefault(k, p.meta[k])
+    if train_iters is not None:
+        extra["train_iters"] = train_iters
     return RunMeta(
         name=name,
         format=formats[0] if len(formats) == 1 else "+".join(formats),

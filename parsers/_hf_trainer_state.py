@@ -1,0 +1,105 @@
+"""One Hugging Face ``trainer_state.json`` -> its log rows, each with its first line.
+
+``Trainer`` writes the file with ``json.dumps(state, indent=2, sort_keys=True)``: each
+``log_history`` entry opens with a line holding only ``    {``. The rows are of three
+kinds: training logs (``loss``, ``grad_norm``, ``learning_rate``, ``epoch``, ``step``,
+``num_input_tokens_seen``, and whatever a subclass adds), evaluation logs (keys
+``eval_*``; ``eval_<name>_*`` for a dict of eval sets; ``test_*`` from ``predict``) and
+the final summary written when ``train()`` returns (``train_runtime``, ``train_loss``,
+``total_flos``...).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from logbook.errors import InputError
+
+EVAL_PREFIX = re.compile(r"^(eval|test|val|validation)_")
+SUMMARY_KEYS = ("train_runtime", "train_loss", "total_flos")
+_ENTRY = "    {"
+
+
+@dataclass
+class State:
+    """The file's settings, its log rows and the first line of each row."""
+
+    name: str
+    data: dict[str, Any]
+    rows: list[dict[str, Any]]
+    lines: list[int]  # 1-based line where each row begins
+    line_count: int
+    entry_lines: list[int] = field(default_factory=list)  # lines each entry spans
+
+    @property
+    def global_step(self) -> int:
+        return int(self.data.get("global_step") or 0)
+
+
+def load(lines: pl.DataFrame, name: str) -> State:
+    """Decode the file (``lines``: the frame of ``logbook.textio``)."""
+    text = "\n".join(lines.get_column("text").to_list())
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{name}: not a readable trainer_state.json ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("log_history"), list):
+        raise InputError(f"{name}: not a trainer_state.json (no log_history list)")
+    rows = [r for r in data["log_history"] if isinstance(r, dict)]
+    if len(rows) != len(data["log_history"]):
+        raise InputError(f"{name}: log_history holds entries that are not objects")
+    starts, spans = _entry_lines(lines, len(rows))
+    return State(name, data, rows, starts, lines.height, spans)
+
+
+def _entry_lines(lines: pl.DataFrame, n: int) -> tuple[list[int], list[int]]:
+    """The first line of each log_history entry and how many lines each spans, when the
+    file has Trainer's layout; else every row at the line of ``"log_history"``."""
+    text = lines.get_column("text")
+    head = lines.filter(text.str.starts_with('  "log_history": ['))
+    if head.height != 1:
+        return [1] * n, [0] * n
+    first = int(head.get_column("line")[0])
+    body = lines.filter(pl.col("line") > first)
+    close = body.filter(pl.col("text").str.starts_with("  ]")).get_column("line")
+    last = int(close[0]) if close.len() else lines.height + 1
+    opens = pl.col("text").str.strip_chars_end() == _ENTRY
+    entries = body.filter((pl.col("line") < last) & opens)
+    starts = entries.get_column("line").to_list()
+    if len(starts) != n:
+        return [first] * n, [0] * n
+    ends = starts[1:] + [last]
+    return starts, [b - a for a, b in zip(starts, ends, strict=True)]
+
+
+def kind(row: dict[str, Any]) -> str:
+    """``train``, ``eval`` or ``summary``."""
+    if all(k in row for k in SUMMARY_KEYS):
+        return "summary"
+    if any(EVAL_PREFIX.match(k) for k in row):
+        return "eval"
+    return "train"
+
+
+def number(v: Any) -> float | None:
+    """A JSON value as a float (NaN, Infinity kept), None when it is not a number."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v)
+
+
+def split_values(row: dict[str, Any]) -> tuple[str, dict[str, float | None]]:
+    """An eval row's split (its key prefix) and its values without the prefix."""
+    prefixes = [m.group(1) for k in row if (m := EVAL_PREFIX.match(k))]
+    split = max(set(prefixes), key=prefixes.count)
+    values = {
+        k[len(split) + 1 :]: number(v)
+        for k, v in row.items()
+        if k.startswith(split + "_") and number(v) is not None
+    }
+    return split, values

@@ -1,0 +1,95 @@
+"""nanoGPT stdout: a sample in nanoGPT's print formats, and the output of the minimal
+loop that prints them (fixtures/nanogpt/tiny_train.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from logbook.run import Run
+from logbook.segments import stitch
+from logbook.textio import read_lines, split_lines
+from parsers import nanogpt
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nanogpt"
+CASES = ["shakespeare_char.log", "tiny_spike.log"]
+
+
+def run_of(path: Path) -> Run:
+    part = nanogpt.parse(read_lines(path)[0], str(path))
+    metrics, events = stitch([part], [str(path)])
+    return Run(metrics=metrics, events=events)
+
+
+def body(run: Run, tmp: Path) -> list[str]:
+    out = tmp / "out.jsonl"
+    run.write(out)
+    return [json.dumps(json.loads(x), sort_keys=True) for x in out.read_text().splitlines()[1:]]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fixture_gives_its_expected_rows(case, tmp_path, monkeypatch):
+    monkeypatch.chdir(FIXTURES)
+    got = body(run_of(Path(case)), tmp_path)
+    expected = (FIXTURES / case.replace(".log", ".expected.jsonl")).read_text().splitlines()
+    assert got == [json.dumps(json.loads(x), sort_keys=True) for x in expected]
+
+
+def parse_text(text: str):
+    lines, _ = split_lines(text.encode())
+    p = nanogpt.parse(lines, "x.log")
+    records = set(p.metrics.get_column("line").to_list())
+    events = {e.source.line for e in p.events}
+    unknown = set(p.unrecognized.to_list())
+    assert not (records & events) and not (records & unknown) and not (events & unknown)
+    assert len(records) + len(events) + p.ignored + len(unknown) == lines.height
+    return p
+
+
+def test_records_evals_saves_and_resume():
+    p = parse_text((FIXTURES / "shakespeare_char.log").read_text())
+    m = p.metrics
+    assert m.get_column("step").to_list() == [0, 10, 20, 240, 250, 260, 250, 260, 500]
+    assert m.get_column("loss").to_list()[:3] == [4.2654, 3.2164, 2.7856]
+    assert m.get_column("step_time_s").to_list()[:2] == [29.80345, 0.03128]
+    assert m.get_column("mfu_pct").to_list()[:2] == [None, 11.91]  # -100.00% = not measured
+    kinds = [(e.kind, e.step, e.source.line) for e in p.events]
+    assert kinds == [
+        ("validation", 0, 20),
+        ("validation", 250, 25),
+        ("checkpoint_save", 250, 26),
+        ("restart", None, 31),
+        ("validation", 250, 33),
+    ]
+    assert p.events[0].values == {"loss": 4.2823, "train_loss": 4.2874}
+    assert p.unrecognized.to_list() == [29, 30]  # the traceback; the echoed config is ignored
+
+
+def test_nan_loss_and_unknown_lines():
+    p = parse_text("iter 1: loss nan, time 10.00ms, mfu 1.00%\nhello\n\n")
+    assert str(p.metrics.get_column("loss")[0]) == "nan"
+    assert p.unrecognized.to_list() == [2] and p.ignored == 1
+
+
+def test_sniff():
+    assert nanogpt.sniff(["iter 0: loss 4.2654, time 29803.45ms, mfu -100.00%"]) == 90
+    assert nanogpt.sniff(["step 0: train loss 4.2874, val loss 4.2823"]) == 80
+    assert nanogpt.sniff(["step: 1  loss:  8.1  memory: 1.0GiB(1.0%)  tps: 1"]) == 0
+
+
+def test_the_minimal_loop_prints_what_the_parser_reads(tmp_path):
+    pytest.importorskip("torch", reason="torch not installed")
+    import subprocess
+    import sys
+
+    script = FIXTURES / "tiny_train.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--iters", "30", "--spike-at", "1000"],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    p = parse_text(out.stdout)
+    assert p.metrics.get_column("step").to_list() == list(range(31))
+    assert [e.step for e in p.events if e.kind == "validation"] == [0, 25]
+    assert p.unrecognized.len() == 0
