@@ -34,6 +34,7 @@ from logbook.detectors import (
 from logbook.detectors._base import SEVERITY_RANK, Detector, DetectorConfig
 from logbook.detectors._frame import Context, build_context
 from logbook.detectors._precursors import PrecursorConfig, link
+from logbook.detectors._window import annotate, scaled, window_steps
 from logbook.run import Run
 from logbook.schema import Finding
 
@@ -84,12 +85,17 @@ def detect(
     take the defaults. ``progress`` is called with each detector's name before it runs.
     """
     cfg = default_config() | (config or {})
+    k = window_steps(run)
+    if k is not None:
+        cfg["loss_spike"] = scaled(cfg["loss_spike"], k)
     ctx = build_context(run)
     found: list[Finding] = []
     for name, det in DETECTORS.items():
         if progress is not None:
             progress(name)
         found += det(ctx, cfg[name])
+    if k is not None:
+        annotate(found, k)
     _assign_ids(found)
     pre = cfg[PRECURSORS]
     assert isinstance(pre, PrecursorConfig)
