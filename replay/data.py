@@ -1,0 +1,69 @@
+"""A synthetic token stream that the project generates itself (no downloads).
+
+The "language" is a fixed dictionary of phrases (2-8 tokens each, drawn from
+``language_seed``) used with Zipfian frequencies, plus a little token noise: a model
+learns the phrases (loss falls well below log V) but never reaches zero loss.
+
+The batch at step ``k`` is a pure function of ``(seed, k)``: each step seeds its own
+generator, so skipping a range of steps, rewinding, or replaying from a checkpoint never
+changes any other step's batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+_MASK64 = (1 << 64) - 1
+
+
+def mix(*values: int) -> int:
+    """A 63-bit seed from integers (splitmix64 finalizer over each value in turn)."""
+    h = 0x9E3779B97F4A7C15
+    for v in values:
+        h = (h ^ (v & _MASK64)) & _MASK64
+        h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & _MASK64
+        h ^= h >> 31
+    return h >> 1
+
+
+@dataclass(kw_only=True)
+class DataConfig:
+    language_seed: int = 1234  # the phrase dictionary: the same for every run and seed
+    n_phrases: int = 512
+    min_len: int = 2
+    max_len: int = 8
+    zipf: float = 1.1  # phrase frequency ~ rank ** -zipf
+    noise: float = 0.05  # fraction of tokens replaced by a uniform random token
+
+
+class TokenStream:
+    """Batches of ``(inputs, targets)``, each ``(batch_size, block_size)`` int64."""
+
+    def __init__(self, cfg: DataConfig, vocab_size: int, block_size: int, batch_size: int):
+        self.cfg, self.vocab, self.T, self.B = cfg, vocab_size, block_size, batch_size
+        g = torch.Generator().manual_seed(mix(cfg.language_seed, 0))
+        self.table = torch.randint(0, vocab_size, (cfg.n_phrases, cfg.max_len), generator=g)
+        self.lengths = torch.randint(cfg.min_len, cfg.max_len + 1, (cfg.n_phrases,), generator=g)
+        ranks = torch.arange(1, cfg.n_phrases + 1, dtype=torch.float64)
+        self.probs = ranks.pow(-cfg.zipf)
+        self.probs /= self.probs.sum()
+        # Enough phrases per row that their tokens always cover block_size + 1.
+        self.per_row = (block_size + 1) // cfg.min_len + 1
+
+    def batch(self, seed: int, step: int) -> tuple[Tensor, Tensor]:
+        """The batch of training step ``step`` for data-order ``seed``."""
+        g = torch.Generator().manual_seed(mix(seed, step, 1))
+        ids = torch.multinomial(self.probs, self.B * self.per_row, True, generator=g)
+        ids = ids.view(self.B, self.per_row)
+        tokens = self.table[ids].flatten(1)  # (B, per_row * max_len)
+        valid = (torch.arange(self.cfg.max_len) < self.lengths[ids].unsqueeze(-1)).flatten(1)
+        # Move each row's valid tokens to its front, keeping their order.
+        order = torch.sort((~valid).to(torch.int8), dim=1, stable=True).indices
+        seq = tokens.gather(1, order)[:, : self.T + 1]
+        noisy = torch.rand(seq.shape, generator=g) < self.cfg.noise
+        seq = torch.where(noisy, torch.randint(0, self.vocab, seq.shape, generator=g), seq)
+        return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()

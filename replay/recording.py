@@ -1,0 +1,161 @@
+"""Record a run (its logbook JSONL plus checkpoints) and verify a replay against it.
+
+A run directory holds ``run.jsonl`` (schema logbook/1, readable by ``logbook detect``)
+and ``checkpoints/`` (see ``replay.checkpoint``). The checkpoint at step 0 (the initial
+state) is always written, then one every ``checkpoint_every`` steps and one at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from logbook.errors import InputError, UsageError
+from logbook.run import Run
+from replay._runlog import WALL_CLOCK
+from replay.checkpoint import CheckpointDir, trainer_from
+from replay.config import ReplayConfig
+from replay.engine import Trainer
+from replay.interventions import Plan
+
+RUN_FILE = "run.jsonl"
+_NOT_COMPARED = {*WALL_CLOCK, "line", "source"}
+
+
+def record(
+    cfg: ReplayConfig, out: str | Path, checkpoint_every: int = 0, name: str | None = None
+) -> Run:
+    """Train from scratch for ``cfg.train.steps`` steps, writing checkpoints and the run."""
+    if checkpoint_every < 0:
+        raise UsageError("--checkpoint-every must be >= 0")
+    root = Path(out)
+    ckpts = CheckpointDir(root)
+    trainer = Trainer(cfg, Plan(), name=name or root.name)
+    last = cfg.train.steps
+
+    def save(tr: Trainer) -> None:
+        every = checkpoint_every and tr.step % checkpoint_every == 0
+        if tr.step == 0 or every or tr.step == last:
+            tr.events.append(ckpts.save(tr.state_dict()))
+
+    save(trainer)
+    trainer.run(last, on_step=save)
+    run = trainer.to_run()
+    run.write(root / RUN_FILE)
+    return run
+
+
+@dataclass
+class Difference:
+    """The first place where a replay departs from the recording."""
+
+    step: int
+    metric: str
+    recorded: float | int | None
+    replayed: float | int | None
+
+    def __str__(self) -> str:
+        return (
+            f"first difference at step {self.step}: {self.metric} recorded "
+            f"{_show(self.recorded)}, replayed {_show(self.replayed)}"
+        )
+
+
+@dataclass
+class VerifyResult:
+    first: Difference | None
+    steps: tuple[int, int]  # compared range, inclusive
+    metrics: list[str]
+    rows: int
+
+
+def read_recording(root: str | Path) -> Run:
+    path = Path(root) / RUN_FILE
+    if not path.exists():
+        raise InputError(f"{root}: no recorded run here (expected {RUN_FILE})")
+    return Run.read(path)
+
+
+def verify(
+    root: str | Path, from_step: int, until: int | None = None, change: Plan | None = None
+) -> VerifyResult:
+    """Replay from the checkpoint at ``from_step`` (with ``change`` applied from the next
+    step, to show what a departure looks like) and compare every reproducible metric of
+    every step with the recording, bit for bit."""
+    recorded = read_recording(root)
+    state = CheckpointDir(root).load(from_step)
+    last_recorded = recorded.metrics.get_column("step").max()
+    last = last_recorded if until is None else until
+    if last is None or last <= from_step:
+        raise UsageError(f"nothing to verify after step {from_step} (last step {last})")
+    if last > last_recorded:
+        raise UsageError(f"--until {last}: the recording ends at step {last_recorded}")
+    plan = Plan.from_list(state["plan"])
+    if change is not None:
+        plan = Plan(plan.items + change.resolved(from_step + 1).items)
+        if change.qk_norm:
+            raise UsageError("qk_norm changes the architecture: it cannot apply from a checkpoint")
+    trainer = trainer_from(state, plan)
+    trainer.run(last)
+    return compare(recorded, trainer.to_run(), from_step, last)
+
+
+def compare(recorded: Run, replayed: Run, from_step: int, last: int) -> VerifyResult:
+    """Bitwise comparison of two runs' metrics over steps ``from_step+1 .. last``."""
+    window = (pl.col("step") > from_step) & (pl.col("step") <= last)
+    a = recorded.metrics.filter(window)
+    b = replayed.metrics.filter(window)
+    cols = [c for c in a.columns if c not in _NOT_COMPARED]
+    cols += [c for c in b.columns if c not in _NOT_COMPARED and c not in cols]
+    a = _with_columns(a, cols).with_columns(pl.lit(True).alias("_here"))
+    b = _with_columns(b, cols).with_columns(pl.lit(True).alias("_here"))
+    joined = a.join(b, on="step", how="full", suffix="_r", coalesce=True, maintain_order="left")
+    joined = joined.sort("step")
+    steps = joined.get_column("step").to_numpy()
+    first: Difference | None = None
+    first_row = len(steps)
+    here = ~_same_bits(joined.get_column("_here"), joined.get_column("_here_r"))
+    if here.any():
+        i = int(np.argmax(here))
+        first_row = i
+        rec, rep = (joined.get_column(c)[i] is not None for c in ("_here", "_here_r"))
+        first = Difference(int(steps[i]), "record", _presence(rec), _presence(rep))
+    for c in (c for c in cols if c != "step"):
+        x, y = joined.get_column(c), joined.get_column(c + "_r")
+        bad = ~_same_bits(x, y)
+        if bad.any():
+            i = int(np.argmax(bad))
+            if i < first_row:
+                first_row = i
+                first = Difference(int(steps[i]), c, x[i], y[i])
+    return VerifyResult(first, (from_step + 1, last), [c for c in cols if c != "step"], len(steps))
+
+
+def _with_columns(df: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
+    missing = [pl.lit(None, dtype=pl.Float64).alias(c) for c in cols if c not in df.columns]
+    return df.with_columns(missing).select(cols)
+
+
+def _same_bits(x: pl.Series, y: pl.Series) -> np.ndarray:
+    """Elementwise: both null, or the same value bit for bit (NaN payloads included)."""
+    xn, yn = x.is_null().to_numpy(), y.is_null().to_numpy()
+    if x.dtype.is_float() or y.dtype.is_float():
+        xv = x.cast(pl.Float64).fill_null(0.0).to_numpy().view(np.int64)
+        yv = y.cast(pl.Float64).fill_null(0.0).to_numpy().view(np.int64)
+    else:
+        xv = x.cast(pl.Int64).fill_null(0).to_numpy()
+        yv = y.cast(pl.Int64).fill_null(0).to_numpy()
+    return (xn & yn) | (~xn & ~yn & (xv == yv))
+
+
+def _presence(here: bool) -> str:
+    return "present" if here else "absent"
+
+
+def _show(v) -> str:
+    if isinstance(v, str):
+        return v
+    return "null" if v is None else repr(v)
