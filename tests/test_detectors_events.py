@@ -156,3 +156,21 @@ def test_stall_needs_time_and_ignores_restart_gaps():
         }
     )
     assert found(STALL, Run(metrics=df, events=[Restart(step=51, segment=1)])) == []
+
+
+def test_throughput_is_not_watched_on_replayed_runs():
+    import numpy as np
+    import polars as pl
+
+    from logbook.detectors import detect
+    from logbook.run import Run, RunMeta
+
+    steps = np.arange(1, 601)
+    step_time = np.where(steps > 400, 2.0, 1.0)  # a sustained 2x slowdown
+    metrics = pl.DataFrame({"step": steps, "loss": 2.0 + 0 * steps, "step_time_s": step_time})
+    kinds = {
+        fmt: [f.kind for f in detect(Run(metrics=metrics, meta=RunMeta(format=fmt)))]
+        for fmt in ("megatron", "replay")
+    }
+    assert "throughput_drop" in kinds["megatron"]
+    assert "throughput_drop" not in kinds["replay"]

@@ -9,7 +9,9 @@ batch-size ramp-up is not a slowdown). Fires when the median of the last
 
 Stays quiet on: the slow first iterations after a launch (the first ``restart_grace``
 records of each segment are left out), single slow records (a checkpoint save, an
-evaluation), speed-ups, runs without timing.
+evaluation), speed-ups, runs without timing, and runs whose format is in
+``skip_formats`` (replays of the small model: their step time measures the machine
+they were replayed on, not the recorded run).
 """
 
 from __future__ import annotations
@@ -39,9 +41,14 @@ class Config(TrendConfig):
 
     restart_grace: int = Field(3, ge=0, description="Records after a launch left out.")
     per_sample: bool = Field(True, description="Divide by batch_size when it is logged.")
+    skip_formats: list[str] = Field(
+        ["replay"], description="Run formats whose step time is not watched."
+    )
 
 
 def detect(ctx: Context, cfg: Config):
+    if ctx.run.meta.format in cfg.skip_formats:
+        return []
     t = _time_per_step(ctx, cfg)
     if t is None:
         return []
