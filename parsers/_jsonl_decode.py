@@ -19,6 +19,7 @@ import polars as pl
 
 ROW = "_row"  # position of the decoded object in the input series
 _SAMPLE = 1000
+_KEY = r'"((?:[^"\\]|\\.)*)"\s*:'
 _NONFINITE = r"([:\[,]\s*)(-?Infinity|NaN)(\s*[,}\]])"
 
 
@@ -42,10 +43,19 @@ def _buffer(rows: pl.Series) -> io.BytesIO:
     return io.BytesIO(memoryview(data) if data is not None else b"")
 
 
-def _keys(rows: pl.Series) -> list[str]:
+def key_names(rows: pl.Series) -> list[str]:
     """The keys the rows hold, in first-seen order (nested keys too: harmless extras)."""
-    found = rows.str.extract_all(r'"((?:[^"\\]|\\.)*)"\s*:').explode().drop_nulls()
-    return found.str.slice(1).str.replace(r'"\s*:$', "").unique(maintain_order=True).to_list()
+    return key_places(rows).get_column("key").unique(maintain_order=True).to_list()
+
+
+def key_places(rows: pl.Series) -> pl.DataFrame:
+    """Every key of every row in text order: ``row`` (position in ``rows``), ``place``
+    (its place in the row) and ``key`` (nested keys too)."""
+    found = rows.str.extract_all(_KEY).alias("key").to_frame().with_row_index("row")
+    found = found.explode("key").drop_nulls("key")
+    found = found.with_columns(pl.int_range(pl.len()).over("row").alias("place"))
+    key = pl.col("key").str.slice(1).str.replace(r'"\s*:$', "")
+    return found.select(pl.col("row").cast(pl.Int64), "place", key)
 
 
 def _read(rows: pl.Series, strings: bool) -> pl.DataFrame:
@@ -53,14 +63,14 @@ def _read(rows: pl.Series, strings: bool) -> pl.DataFrame:
     values as their JSON), and every key of every row gets a column."""
     if not strings:
         return pl.read_ndjson(_buffer(rows), infer_schema_length=None)
-    keys = _keys(rows.head(_SAMPLE))
+    keys = key_names(rows.head(_SAMPLE))
     df = pl.read_ndjson(_buffer(rows), schema={k: pl.String for k in keys})
     # a row with a key the sample did not have holds more "key": pairs than fields read
     pairs = rows.str.count_matches('":', literal=True)
     read = df.select(pl.sum_horizontal(pl.all().is_not_null())).to_series()
     missed = rows.filter((pairs > read).fill_null(True))
     if missed.len():  # (or a row with null values: then no key is new)
-        new = [k for k in _keys(missed) if k not in keys]
+        new = [k for k in key_names(missed) if k not in keys]
         if new:
             df = pl.read_ndjson(_buffer(rows), schema={k: pl.String for k in keys + new})
     return df

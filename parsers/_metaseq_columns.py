@@ -58,15 +58,16 @@ def to_metrics(raw: pl.DataFrame, keep: tuple[str, ...] = ("line", "time")) -> p
     Columns without a single numeric value are dropped (text, not metrics); ``keep``
     columns pass through unchanged. When two keys land on one name, the first wins.
     """
-    texts = [c for c in raw.columns if c not in keep]
-    numbers = raw.select(pl.col(c).cast(pl.Float64, strict=False) for c in texts)
+    # columns by position: a key such as ``^a.*$`` would be a pattern to pl.col
+    texts = [i for i, c in enumerate(raw.columns) if c not in keep]
+    numbers = raw.select(pl.nth(i).cast(pl.Float64, strict=False) for i in texts)
     exprs: dict[str, pl.Expr] = {}
-    for c in texts:
-        if numbers.get_column(c).null_count() == numbers.height:
+    for i, c in enumerate(numbers.columns):
+        if numbers.to_series(i).null_count() == numbers.height:
             continue
         name = RENAME.get(c, snake(c))
         if name not in exprs:
-            exprs[name] = _column(name, pl.col(c))
+            exprs[name] = _column(name, pl.nth(i))
     kept = raw.select(k for k in keep if k in raw.columns)
     return pl.concat([kept, numbers.select(*exprs.values())], how="horizontal")
 

@@ -13,12 +13,15 @@ import numpy as np
 import polars as pl
 
 from parsers import _jsonl_decode as jd
-from parsers._metaseq_lines import timestamps
+from parsers import _metaseq_records as mr
+from parsers._metaseq_lines import read_times, timestamps
+from parsers._metaseq_parts import in_parts
 
 MARK = "| train_inner | {"
 _TAGGED = r"\| ([^|{}]+?) \| (\{.*)$"
 _BARE = r"^\s*(?:\|\s*)?(\{.*)$"
 _VALID = r"^(?:valid|test)"
+_OFFSETS = 16  # payload offsets cut one by one (see _payloads)
 
 
 def find(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -26,18 +29,13 @@ def find(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     and the others (``line``, ``text``, ``tag``, ``payload``, ``time``), in line order.
 
     The records are most of a log: their text is cut once and not copied around."""
-    text = lines.get_column("text")
-    pos = text.str.find(MARK, literal=True)
-    inner = (
-        lines.with_columns(pos.alias("_pos"))
-        .filter(pl.col("_pos").is_not_null())
-        .select(
-            "line",
-            pl.col("text").str.slice(pl.col("_pos") + len(MARK) - 1).alias("payload"),
-            timestamps(pl.col("text")),
-        )
-    )
-    rest = lines.filter(pos.is_null() & text.str.contains("{", literal=True))
+    mark = pl.col("text").str.find(MARK, literal=True).alias("pos")
+    pos = in_parts(lines.select("text"), lambda lf: lf.select(mark)).to_series()
+    found = pos.is_not_null()
+    records = lines.filter(found).with_columns((pos.filter(found) + len(MARK) - 1).alias("start"))
+    inner = _payloads(records).with_columns(read_times(records.get_column("text")))
+    rest = lines.filter(~found)
+    rest = rest.filter(pl.col("text").str.contains("{", literal=True))
     tagged = rest.with_columns(
         pl.col("text").str.extract(_TAGGED, 1).str.strip_chars().alias("tag"),
         pl.col("text").str.extract(_TAGGED, 2).alias("payload"),
@@ -56,6 +54,28 @@ def find(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return inner, other.filter(~is_record)
 
 
+def _payloads(records: pl.DataFrame) -> pl.DataFrame:
+    """``line`` and ``payload``: the text from the ``{`` after ``MARK`` on (``start``:
+    its byte offset). A slice at a fixed offset shares the text's bytes, one at a
+    per-row offset copies them: so each of the (few) offsets found gets its own slice.
+    Slices count characters: a line with others than ASCII is cut again, exactly."""
+    offsets = records.get_column("start").unique().sort().to_list()
+    start, text = pl.col("start"), pl.col("text")
+    cut = text.str.slice(start)
+    if offsets and len(offsets) <= _OFFSETS:
+        cut = pl.when(start == offsets[0]).then(text.str.slice(offsets[0]))
+        for at in offsets[1:]:
+            cut = cut.when(start == at).then(text.str.slice(at))
+    plain = (text.str.len_chars() == text.str.len_bytes()).alias("plain")
+    inner = in_parts(records, lambda lf: lf.select("line", cut.alias("payload"), plain))
+    other = ~inner.get_column("plain")
+    if other.any():
+        head = text.cast(pl.Binary).bin.head(start).cast(pl.String).str.len_chars()
+        exact = records.filter(other).select(text.str.slice(head)).to_series()
+        inner = inner.with_columns(inner.get_column("payload").scatter(other.arg_true(), exact))
+    return inner.drop("plain")
+
+
 def _bare_tag(payload: pl.Expr) -> pl.Expr:
     prefix = payload.str.extract(r'"((?:valid|test|train)[^"]*?)_(?:loss|num_updates)"', 1)
     return pl.when(prefix.is_not_null()).then(prefix).otherwise(pl.lit("train_inner"))
@@ -66,18 +86,15 @@ def is_validation(tag: pl.Expr) -> pl.Expr:
 
 
 def decode_records(found: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
-    """Decode record payloads into text columns plus ``line`` and ``time``;
-    also the lines whose payload is not a JSON object (truncated, corrupted)."""
-    payload = found.get_column("payload")
-    frame, slow, bad = jd.decode(payload, strings=True)
-    if slow:
-        extra = pl.DataFrame([{jd.ROW: s[jd.ROW], **s["obj"]} for s in slow])
-        extra = extra.with_columns(pl.exclude(jd.ROW).cast(pl.String))
-        frame = pl.concat([frame, extra], how="diagonal_relaxed").sort(jd.ROW)
-    rows = frame.get_column(jd.ROW)
+    """Decode record payloads into Float64 columns (``parsers._metaseq_records``) plus
+    ``line`` and ``time``; also the lines whose payload is not a JSON object
+    (truncated, corrupted). Keys ``line`` and ``time`` become ``line_value``..."""
+    frame, rows, bad = mr.decode(found.get_column("payload"))
     frame = frame.rename({c: f"{c}_value" for c in ("line", "time") if c in frame.columns})
-    keep = found.select("line", "time")[rows]
-    frame = pl.concat([keep, frame.drop(jd.ROW)], how="horizontal")
+    keep = found.select("line", "time")
+    if rows.size != found.height:
+        keep = keep[rows]
+    frame = pl.concat([keep, frame], how="horizontal")
     bad_lines = found.get_column("line").to_numpy()[bad] if bad.size else bad
     return frame, bad_lines
 

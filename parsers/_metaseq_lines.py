@@ -21,8 +21,12 @@ import numpy as np
 import polars as pl
 
 from parsers import _metaseq_events as ev
+from parsers._metaseq_parts import in_parts
 
-TIMESTAMP = r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)"
+_STAMP = r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?"
+TIMESTAMP = f"({_STAMP})"
+_SECONDS = "%Y-%m-%d %H:%M:%S"
+_PART = 20_000  # lines a regex test reads in one thread, at least
 LOGGER = TIMESTAMP + r" \| [A-Z]+ \| "
 _QUIET = r"\d \| (?:INFO|DEBUG) \| |NCCL INFO"  # never crash evidence
 _NOISE = "|".join(
@@ -43,40 +47,63 @@ BLANK, COMMENT, EVENT, NOISE, CONT, UNKNOWN, RECORD = range(7)
 
 def timestamps(text: pl.Expr | pl.Series) -> pl.Expr | pl.Series:
     """The logging timestamp of each line (UTC: metaseq logs in UTC), or null."""
-    ts = text.str.extract(TIMESTAMP, 1).str.replace("T", " ").str.replace(",", ".")
-    return ts.str.to_datetime(
-        "%Y-%m-%d %H:%M:%S%.f", time_zone="UTC", time_unit="us", strict=False
-    ).alias("time")
+    return _parse(text.str.extract(_STAMP, 0)).alias("time")
+
+
+def _parse(stamp: pl.Expr | pl.Series) -> pl.Expr | pl.Series:
+    ts = stamp.str.replace("T", " ").str.replace(",", ".")
+    return ts.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", time_zone="UTC", time_unit="us", strict=False)
+
+
+def read_times(text: pl.Series) -> pl.Series:
+    """:func:`timestamps` of many lines, faster: the usual whole-second stamp is read
+    with a fixed format, and only the others (``T``, fractions) with the general one."""
+    stamp = pl.col("text").str.extract(_STAMP, 0).alias("stamp")  # (no group: faster)
+    time = pl.col("stamp").str.to_datetime(_SECONDS, time_zone="UTC", time_unit="us", strict=False)
+    other = (pl.col("time").is_null() & pl.col("stamp").is_not_null()).alias("other")
+    got = in_parts(
+        text.alias("text").to_frame(),
+        lambda lf: lf.select(stamp).with_columns(time.alias("time")).select("time", other),
+    )
+    times, other_rows = got.get_column("time"), got.get_column("other")
+    if other_rows.any():
+        times = times.scatter(other_rows.arg_true(), timestamps(text.filter(other_rows)))
+    return times
 
 
 def classify(text: pl.Series) -> np.ndarray:
-    """The class (BLANK ... UNKNOWN) of each line that is not a record."""
+    """The class (BLANK ... UNKNOWN) of each line that is not a record. Each test runs
+    only on the lines no earlier one decided (most lines are noise)."""
+    code = np.full(text.len(), UNKNOWN, dtype=np.int8)
     stripped = text.str.strip_chars()
-    quiet = text.str.contains(_QUIET)
-    event = text.str.contains(ev.EVENT_ANY) | (text.str.contains(ev.CRASH_ANY) & ~quiet)
-    frame = pl.DataFrame(
-        {
-            "blank": stripped.str.len_bytes() == 0,
-            "comment": stripped.str.starts_with("#"),
-            "event": event,
-            "noise": text.str.contains(_NOISE),
-            "cont": text.str.contains(_CONTINUATION),
-        }
-    ).fill_null(False)
-    code = frame.select(
-        pl.when("blank")
-        .then(BLANK)
-        .when("comment")
-        .then(COMMENT)
-        .when("event")
-        .then(EVENT)
-        .when("noise")
-        .then(NOISE)
-        .when("cont")
-        .then(CONT)
-        .otherwise(UNKNOWN)
-    ).to_series()
-    return code.to_numpy().astype(np.int8)
+    code[stripped.str.starts_with("#").fill_null(False).to_numpy()] = COMMENT
+    code[(stripped.str.len_bytes() == 0).fill_null(False).to_numpy()] = BLANK
+    left = np.flatnonzero(code == UNKNOWN)
+    left = _mark(text, left, ev.EVENT_ANY, code, EVENT)
+    # crash evidence, but never on a plain logging or NCCL INFO line
+    loud = left[~_matches(text, left, _QUIET)]
+    code[loud[_matches(text, loud, ev.CRASH_ANY)]] = EVENT
+    left = left[code[left] == UNKNOWN]
+    left = _mark(text, left, _NOISE, code, NOISE)
+    _mark(text, left, _CONTINUATION, code, CONT)
+    return code
+
+
+def _matches(text: pl.Series, rows: np.ndarray, pattern: str) -> np.ndarray:
+    if not rows.size:
+        return np.zeros(0, dtype=bool)
+    test = pl.col("text").str.contains(pattern).fill_null(False)
+    got = in_parts(text.gather(rows).alias("text").to_frame(), lambda lf: lf.select(test), _PART)
+    return got.to_series().to_numpy()
+
+
+def _mark(
+    text: pl.Series, rows: np.ndarray, pattern: str, code: np.ndarray, cls: int
+) -> np.ndarray:
+    """Give class ``cls`` to the ``rows`` matching ``pattern``; the others are left."""
+    hit = _matches(text, rows, pattern)
+    code[rows[hit]] = cls
+    return rows[~hit]
 
 
 def settle_continuations(code: np.ndarray) -> np.ndarray:
@@ -84,12 +111,14 @@ def settle_continuations(code: np.ndarray) -> np.ndarray:
     noise or an event, unrecognized after a record or an unrecognized line.
 
     ``code`` covers all lines of the file, records marked ``RECORD``."""
+    cont = code == CONT
+    if not cont.any():
+        return code
     head = np.where((code != CONT) & (code != BLANK), np.arange(code.size), -1)
     head = np.maximum.accumulate(head) if head.size else head
     starts = np.where(head >= 0, code[np.maximum(head, 0)], UNKNOWN)
     quiet = (starts == NOISE) | (starts == EVENT)
     out = code.copy()
-    cont = code == CONT
     out[cont & quiet] = NOISE
     out[cont & ~quiet] = UNKNOWN
     return out

@@ -60,7 +60,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     payload, line = inner.get_column("payload"), inner.get_column("line")
     again = ((payload == payload.shift(1)) & (line == line.shift(1) + 1)).fill_null(False)
     repeats = inner.filter(again).get_column("line").to_numpy()
-    inner = inner.filter(~again)
+    inner = inner.filter(~again) if repeats.size else inner
     raw, bad = mj.decode_records(inner)
     wrap_lines = np.zeros(0, dtype=np.int64)
     if bad.size:
@@ -104,7 +104,9 @@ def _repair(
     if rows:
         types = {"line": pl.Int64, "time": pl.Datetime("us", "UTC")}
         extra = pl.DataFrame(rows, schema_overrides=types, infer_schema_length=None)
-        extra = extra.with_columns(pl.exclude("line", "time").cast(pl.String))
+        extra = extra.with_columns(
+            pl.exclude("line", "time").cast(pl.String).cast(pl.Float64, strict=False)
+        )
         raw = pl.concat([raw, extra], how="diagonal_relaxed").sort("line", maintain_order=True)
     return raw, np.array(still, dtype=np.int64), np.array(used, dtype=np.int64)
 
