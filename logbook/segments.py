@@ -183,16 +183,15 @@ def _place(
             _fill(e, last_seg + k + 1, None, last_step, _cause(crashes, lo, p))
             out.append((p, e))
             lo = p
-    bpos = np.array(starts, dtype=np.int64)
-    for p, e in events:
-        if isinstance(e, Restart):
-            continue
-        e.segment = int(np.searchsorted(bpos, p, side="right"))
-        if e.step is None:
-            before = int(np.searchsorted(recs.pos, p, side="right")) - 1
-            if before >= 0 and recs.has_step[before]:
-                e.step = int(recs.step[before])
-                e.step_source = e.step_source or "record"
+    others = [(p, e) for p, e in events if not isinstance(e, Restart)]
+    where = np.array([p for p, _ in others], dtype=np.int64)
+    segs = np.searchsorted(np.array(starts, dtype=np.int64), where, side="right").tolist()
+    befores = (np.searchsorted(recs.pos, where, side="right") - 1).tolist()
+    for (p, e), seg, before in zip(others, segs, befores, strict=True):
+        e.segment = seg
+        if e.step is None and before >= 0 and recs.has_step[before]:
+            e.step = int(recs.step[before])
+            e.step_source = e.step_source or "record"
         out.append((p, e))
     out.sort(key=lambda pe: pe[0])
     return out, segment, fresh
@@ -296,27 +295,45 @@ def _derived_events(
     parser already reported the same event."""
     seen = {(e.kind, e.step, getattr(e, "metric", None)) for e in have}
     out: list[tuple[int, EventBase]] = []
-    where = ["_pos", "step", "segment", "source", "line"]
     if "loss_scale" in metrics.columns:
-        ls = (
-            metrics.filter(pl.col("loss_scale").is_not_null())
-            .with_columns(pl.col("loss_scale").shift(1).over("_epoch").alias("_old"))
-            .filter(pl.col("_old").is_not_null() & (pl.col("_old") != pl.col("loss_scale")))
-            .select(*where, "loss_scale", "_old")
-        )
-        for p, step, seg, src, line, new, old in ls.iter_rows():
+        for p, step, seg, src, line, new, old in _scale_changes(metrics).iter_rows():
             if ("loss_scale_change", step, None) in seen:
                 continue
             src_ = Source(file=files[src], line=line)
             out.append((p, LossScaleChange(step=step, segment=seg, old=old, new=new, source=src_)))
-    for col in _NONFINITE_COLUMNS:
-        if col not in metrics.columns or not metrics.schema[col].is_float():
-            continue
-        bad = metrics.filter(~pl.col(col).is_finite()).select(*where, col)
-        for p, step, seg, src, line, v in bad.iter_rows():
+    cols = [c for c in _NONFINITE_COLUMNS if c in metrics.columns and metrics.schema[c].is_float()]
+    if not cols:
+        return out
+    # one pass over the rows picks those with any non-finite value; then column by column
+    bad = metrics.select(*_WHERE, *cols).filter(
+        pl.any_horizontal(~pl.col(c).is_finite() for c in cols)
+    )
+    for col in cols:
+        rows = bad.select(*_WHERE, col).filter(~pl.col(col).is_finite())
+        for p, step, seg, src, line, v in rows.iter_rows():
             if ("nonfinite", step, col) in seen:
                 continue
             value = "nan" if v != v else ("inf" if v > 0 else "-inf")
             src_ = Source(file=files[src], line=line)
             out.append((p, Nonfinite(step=step, segment=seg, metric=col, value=value, source=src_)))
     return out
+
+
+_WHERE = ["_pos", "step", "segment", "source", "line"]
+
+
+def _scale_changes(metrics: pl.DataFrame) -> pl.DataFrame:
+    """Records whose loss scale differs from the previous record that has one, within
+    one epoch (``_epoch``: launches since the last fresh start; its rows are
+    consecutive, so the previous row's epoch tells whether it is the same one)."""
+    scale, epoch = pl.col("loss_scale"), pl.col("_epoch")
+    old = pl.when(epoch.shift(1) == epoch).then(scale.shift(1))
+    return (
+        metrics.lazy()
+        .select(*_WHERE, "loss_scale", "_epoch")
+        .filter(scale.is_not_null())
+        .with_columns(old.alias("_old"))
+        .filter(pl.col("_old").is_not_null() & (pl.col("_old") != scale))
+        .select(*_WHERE, "loss_scale", "_old")
+        .collect()
+    )

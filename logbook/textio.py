@@ -6,11 +6,14 @@ CRLF files read the same as LF files. Invalid UTF-8 bytes become U+FFFD and the
 lines that held them are counted, never dropped.
 
 How: the file's bytes are read once and stay the one copy of the text. numpy finds
-the newlines; each line becomes a 16-byte Arrow "view" (length, and the bytes
-themselves when they fit in 12, else a prefix and an offset into the file's bytes),
-and polars takes the views and the bytes without copying them. So reading costs the
-file's size plus 24 bytes a line, and no Python loop runs over the lines; only lines
-with invalid UTF-8, found by a vectorized check, are decoded one by one.
+the newlines; Arrow offsets that alternate between line starts and line ends make
+every line one element of a binary array over those bytes (the newlines in between
+are null elements), which polars turns into 16-byte "views" (length, and the bytes
+themselves when they fit in 12, else a prefix and an offset into the file's bytes)
+and checks as UTF-8, without copying the bytes. So reading costs the file's size plus
+24 bytes a line, and no Python loop runs over the lines; only lines with invalid
+UTF-8, found by a vectorized check, are decoded one by one (their views are then
+built here, as for files too large for one Arrow buffer).
 """
 
 from __future__ import annotations
@@ -47,6 +50,13 @@ class TextStats:
 
 def read_bytes(path: str | Path) -> tuple[bytes, bool]:
     """Return the file's bytes (gunzipped when it is gzip) and whether it was gzip."""
+    data, was_gzip = read_buffer(path)
+    return bytes(data.data), was_gzip
+
+
+def read_buffer(path: str | Path) -> tuple[np.ndarray, bool]:
+    """The file's bytes as a read-only numpy ``uint8`` array (gunzipped when it is
+    gzip) and whether it was gzip."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file")
@@ -58,28 +68,32 @@ def read_bytes(path: str | Path) -> tuple[bytes, bool]:
         raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
     if raw[:2] == b"\x1f\x8b":
         try:
-            return gzip.decompress(raw), True
+            raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(f"{p}: damaged gzip file ({exc})") from None
-    return raw, False
+        return np.frombuffer(raw, dtype=np.uint8), True
+    return np.frombuffer(raw, dtype=np.uint8), False
 
 
-def check_text(raw: bytes, name: str) -> None:
+def check_text(raw: bytes | np.ndarray, name: str) -> None:
     """Refuse empty and binary input with a one-line reason."""
-    if not raw or raw.isspace():
+    data = memoryview(raw).cast("B")
+    if not data.nbytes or all(
+        data[i : i + _SCAN_CHUNK].tobytes().isspace() for i in range(0, data.nbytes, _SCAN_CHUNK)
+    ):
         raise InputError(f"{name}: file is empty")
-    nul = raw.find(b"\x00", 0, _BINARY_PROBE)
+    nul = data[:_BINARY_PROBE].tobytes().find(b"\x00")
     if nul >= 0:
         raise InputError(f"{name}: not a text log (binary data at byte {nul})")
 
 
-def split_lines(raw: bytes) -> tuple[pl.DataFrame, TextStats]:
+def split_lines(raw: bytes | np.ndarray) -> tuple[pl.DataFrame, TextStats]:
     """Split bytes into a frame of lines without a Python loop over them."""
     stats = TextStats()
-    if not raw:
-        return pl.DataFrame({"line": [], "text": []}, schema=_SCHEMA), stats
     data = np.frombuffer(raw, dtype=np.uint8)
-    stats.no_final_newline = raw[-1] != 10
+    if not data.size:
+        return pl.DataFrame({"line": [], "text": []}, schema=_SCHEMA), stats
+    stats.no_final_newline = bool(data[-1] != 10)
     ends = _find(data, lambda chunk: chunk == 10)
     if stats.no_final_newline:
         ends = np.append(ends, data.size)
@@ -90,16 +104,40 @@ def split_lines(raw: bytes) -> tuple[pl.DataFrame, TextStats]:
     lengths = ends - starts - cr
     if lengths.max() > _MAX_BUFFER:
         raise InputError("a line is longer than 2 GiB: not a text log")
-    views, buffers = _views(data, pa.py_buffer(raw), starts, lengths)
-    try:
-        text = _to_polars(views, buffers)
-    except pl.exceptions.ComputeError:
-        bad = _invalid_lines(data, starts)
-        text = _replace_lines(raw, views, buffers, starts[bad], lengths[bad], bad)
-        stats.invalid_utf8_lines = (bad + 1).tolist()
+    blob = pa.py_buffer(data)
+    text = _lines_over(blob, starts, lengths) if data.size <= _MAX_BUFFER else None
+    if text is None:
+        views, buffers = _views(data, blob, starts, lengths)
+        try:
+            text = _to_polars(views, buffers)
+        except pl.exceptions.ComputeError:
+            bad = _invalid_lines(data, starts)
+            text = _replace_lines(data, views, buffers, starts[bad], lengths[bad], bad)
+            stats.invalid_utf8_lines = (bad + 1).tolist()
     stats.lines = int(ends.size)
     frame = pl.DataFrame({"line": pl.int_range(1, ends.size + 1, eager=True), "text": text})
     return frame, stats
+
+
+def _lines_over(blob: pa.Buffer, starts: np.ndarray, lengths: np.ndarray) -> pl.Series | None:
+    """The lines as a polars String series over ``blob`` (at most ``_MAX_BUFFER``
+    bytes), or None when a line is not valid UTF-8. Offsets alternate between line
+    starts and ends: the lines are the even elements, the line breaks between them
+    null odd ones."""
+    offsets = np.empty(2 * starts.size, dtype=np.int64)
+    offsets[0::2] = starts
+    offsets[1::2] = starts + lengths
+    n = offsets.size - 1
+    valid = np.full((n + 7) // 8, 0x55, dtype=np.uint8)  # bits 0, 2, 4, 6: even elements
+    arr = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), n, [pa.py_buffer(valid), pa.py_buffer(offsets), blob]
+    )
+    binary = pl.from_arrow(arr)
+    assert isinstance(binary, pl.Series)
+    try:
+        return binary.gather_every(2).cast(pl.String)
+    except pl.exceptions.ComputeError:
+        return None
 
 
 def _find(data: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -190,7 +228,7 @@ def _invalid_lines(data: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 
 def _replace_lines(
-    raw: bytes,
+    data: np.ndarray,
     views: np.ndarray,
     buffers: list[pa.Buffer],
     starts: np.ndarray,
@@ -200,7 +238,7 @@ def _replace_lines(
     """Decode the invalid lines with U+FFFD replacements into an extra buffer, point
     their views at it, and build the series (a loop over the bad lines only)."""
     fixed = [
-        raw[s : s + n].decode("utf-8", errors="replace").encode("utf-8")
+        data[s : s + n].tobytes().decode("utf-8", errors="replace").encode("utf-8")
         for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)
     ]
     blob = b"".join(fixed)
@@ -214,7 +252,7 @@ def _replace_lines(
 
 def read_lines(path: str | Path) -> tuple[pl.DataFrame, TextStats]:
     """Read a text log into a frame of lines; refuse missing, empty and binary files."""
-    raw, was_gzip = read_bytes(path)
+    raw, was_gzip = read_buffer(path)
     check_text(raw, str(path))
     frame, stats = split_lines(raw)
     stats.gzip = was_gzip

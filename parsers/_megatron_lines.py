@@ -17,13 +17,20 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import polars as pl
 
+# One launcher/rank prefix: torchrun, its rank form, Slurm, ``srun -l``, a pdsh host.
+PREFIX_TOKEN = (
+    r"(?:\[default\d+\]:|\[rank\d+\]:|slurm_procid\s*\d+\s*:|\d{1,5}:\s"
+    r"|[A-Za-z][\w.-]*\d[\w.-]*:\s)"
+)
 # Launcher/rank prefixes, any number of them, then an optional time stamp (captured).
 PREFIX = (
-    r"^\s*(?:(?:\[default\d+\]:|\[rank\d+\]:|slurm_procid\s*\d+\s*:|\d{1,5}:\s"
-    r"|[A-Za-z][\w.-]*\d[\w.-]*:\s)\s*)*"
+    r"^\s*(?:" + PREFIX_TOKEN + r"\s*)*"
     r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*)?"
 )
 PREFIX_RE = re.compile(PREFIX)
+# A line whose text after its prefixes is indented (the source line Python quotes under
+# a traceback's ``File`` line, behind the same prefixes).
+INDENTED = r"^(?:\s*" + PREFIX_TOKEN + r")*\s"
 
 # A training record: ``iteration N/ M |`` (GPT-NeoX puts ``samples/sec: X |`` first).
 RECORD_START = r"(?:samples/sec:[^|]*\|\s*)?iteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*\|"
@@ -187,7 +194,7 @@ def _take(text: pl.Series, mask: np.ndarray) -> pl.Series:
     return text.filter(pl.Series(mask, dtype=pl.Boolean))
 
 
-PARALLEL_MIN = 250_000  # lines from which a regex scan is split over threads
+PARALLEL_MIN = 50_000  # lines from which a regex scan is split over threads
 
 
 def contains(text: pl.Series, pattern: str, literal: bool = False) -> np.ndarray:
@@ -211,8 +218,13 @@ def resolve_other(text: pl.Series, codes: np.ndarray) -> np.ndarray:
     traceback frame and table rows become IGNORED; the rest stays OTHER
     (unrecognized)."""
     codes = codes.copy()
-    rec = codes == RECORD
-    open_rec = np.flatnonzero(rec)[~contains(_take(text, rec), vx(r"\|\s*$"))]
+    rec = np.flatnonzero(codes == RECORD)
+    rec_text = text.gather(rec)
+    closed = rec_text.str.ends_with("|").to_numpy()
+    if not closed.all():  # spaces after the last ``|``, or a record wrapped or cut
+        rest = np.flatnonzero(~closed)
+        closed[rest] = contains(rec_text.gather(rest), vx(r"\|\s*$"))
+    open_rec = rec[~closed]
     if open_rec.size:
         other = np.flatnonzero(codes == OTHER)
         t = _take(text, codes == OTHER)
@@ -226,7 +238,7 @@ def resolve_other(text: pl.Series, codes: np.ndarray) -> np.ndarray:
     other = np.flatnonzero(codes == OTHER)
     if other.size:
         t = pl.DataFrame({"t": _take(text, codes == OTHER)}).select(
-            indented=pl.col("t").str.contains(vx(r"^\s")),
+            indented=pl.col("t").str.contains(vx(INDENTED)),
             table=pl.col("t").str.contains(vx(TABLE_ROW)),
         )
         prev = other - 1

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import polars as pl
 
-from parsers._megatron_fields import read_fields
+from parsers._megatron_layouts import read_fields
 from parsers._megatron_lines import CONT, PREFIX, RECORD, RECORD_START, ascii_classes, vx
 
 # Fields Megatron prints after the loss: a record that has one of them but no loss

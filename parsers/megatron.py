@@ -16,6 +16,7 @@ overflow skips) one by one.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import polars as pl
@@ -79,16 +80,20 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     lines = lines.select("line", "text")
     text = lines.get_column("text")
     codes = resolve_other(text, classify(text, anchored, anywhere))
-    recs = read_records(record_lines(lines, codes))
-    rec_lines = recs.get_column("line").to_numpy()
-    rec_steps = recs.get_column("step").fill_null(-1).to_numpy()
-
+    starts = record_lines(lines, codes)
+    rec_lines = starts.get_column("line").to_numpy()
     ev = lines[np.flatnonzero(codes == EVENT)]
-    items, unread = read_items(ev, rec_lines)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the few event lines are read one by one while the records are read
+        pending = pool.submit(read_items, ev, rec_lines)
+        recs = read_records(starts)
+        items, unread = pending.result()
+    rec_steps = recs.get_column("step").fill_null(-1).to_numpy()
     got = build_events(items, rec_lines, rec_steps, name)
     launch_before = pl.Series(np.searchsorted(np.array(got.launch_lines, np.int64), rec_lines))
     dup = duplicates(recs, launch_before)
-    kept = recs.filter(~dup)
+    n_dup = int(dup.sum())
+    kept = recs.filter(~dup) if n_dup else recs
     events = got.events + _missing_loss_events(kept, name)
 
     unrecognized = pl.concat(
@@ -97,7 +102,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
             pl.Series("line", unread, dtype=pl.Int64),
         ]
     ).sort()
-    dup_lines = int(recs.filter(dup).get_column("nlines").sum() or 0)
+    dup_lines = int(recs.filter(dup).get_column("nlines").sum() or 0) if n_dup else 0
     counts = {
         "record": int(kept.get_column("nlines").sum() or 0),
         "event": ev.height - len(unread) - len(got.dropped),
@@ -107,7 +112,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     return Parsed(
         metrics=kept.drop(_DROP),
         events=events,
-        meta=_meta(kept, counts, int(dup.sum())),
+        meta=_meta(kept, counts, n_dup),
         unrecognized=unrecognized.alias("line"),
         ignored=counts["ignored"],
     )
