@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from _rows import normalized, written_rows
 
 from logbook.errors import InputError
 from logbook.run import Run
@@ -28,19 +29,13 @@ def run_of(path: Path) -> Run:
     return Run(metrics=metrics, events=events)
 
 
-def body(run: Run, tmp: Path) -> list[str]:
-    out = tmp / "out.jsonl"
-    run.write(out)
-    return [json.dumps(json.loads(x), sort_keys=True) for x in out.read_text().splitlines()[1:]]
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_fixture_gives_its_expected_rows(case, tmp_path, monkeypatch):
     monkeypatch.chdir(FIXTURES)
-    got = body(run_of(Path(case)), tmp_path)
+    got = written_rows(run_of(Path(case)), tmp_path)
     stem = case.rsplit(".", 1)[0] if case.endswith(".json") else case
     expected = (FIXTURES / f"{stem}.expected.jsonl").read_text().splitlines()
-    assert got == [json.dumps(json.loads(x), sort_keys=True) for x in expected]
+    assert got == normalized(expected)
 
 
 def test_one_file_rows_events_summary_and_flags():

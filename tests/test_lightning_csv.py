@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from _rows import normalized, text_run, written_rows
 
 from logbook.errors import InputError
 from logbook.run import Run
-from logbook.segments import stitch
 from logbook.textio import read_lines, split_lines
 from parsers import lightning_csv
 
@@ -19,23 +18,15 @@ CASES = ["metrics.csv"]
 
 
 def run_of(path: Path) -> Run:
-    part = lightning_csv.parse(read_lines(path)[0], str(path))
-    metrics, events = stitch([part], [str(path)])
-    return Run(metrics=metrics, events=events)
-
-
-def body(run: Run, tmp: Path) -> list[str]:
-    out = tmp / "out.jsonl"
-    run.write(out)
-    return [json.dumps(json.loads(x), sort_keys=True) for x in out.read_text().splitlines()[1:]]
+    return text_run(lightning_csv, path)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_fixture_gives_its_expected_rows(case, tmp_path, monkeypatch):
     monkeypatch.chdir(FIXTURES)
-    got = body(run_of(Path(case)), tmp_path)
+    got = written_rows(run_of(Path(case)), tmp_path)
     expected = (FIXTURES / case.replace(".csv", ".expected.jsonl")).read_text().splitlines()
-    assert got == [json.dumps(json.loads(x), sort_keys=True) for x in expected]
+    assert got == normalized(expected)
 
 
 def test_rows_of_one_step_merge_and_evaluations_are_events():

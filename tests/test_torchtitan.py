@@ -3,13 +3,12 @@ codes included (fixtures/torchtitan/make_log.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from _rows import normalized, text_run, written_rows
 
 from logbook.run import Run
-from logbook.segments import stitch
 from logbook.textio import read_lines, split_lines
 from parsers import torchtitan
 
@@ -18,23 +17,15 @@ CASES = ["llama3_debug.log"]
 
 
 def run_of(path: Path) -> Run:
-    part = torchtitan.parse(read_lines(path)[0], str(path))
-    metrics, events = stitch([part], [str(path)])
-    return Run(metrics=metrics, events=events)
-
-
-def body(run: Run, tmp: Path) -> list[str]:
-    out = tmp / "out.jsonl"
-    run.write(out)
-    return [json.dumps(json.loads(x), sort_keys=True) for x in out.read_text().splitlines()[1:]]
+    return text_run(torchtitan, path)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_fixture_gives_its_expected_rows(case, tmp_path, monkeypatch):
     monkeypatch.chdir(FIXTURES)
-    got = body(run_of(Path(case)), tmp_path)
+    got = written_rows(run_of(Path(case)), tmp_path)
     expected = (FIXTURES / case.replace(".log", ".expected.jsonl")).read_text().splitlines()
-    assert got == [json.dumps(json.loads(x), sort_keys=True) for x in expected]
+    assert got == normalized(expected)
 
 
 def test_records_launches_and_events():
