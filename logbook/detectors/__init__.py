@@ -18,6 +18,7 @@ on their own (kept only when they precede a spike or a divergence).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from logbook.detectors import (
     divergence,
@@ -52,6 +53,7 @@ DETECTORS: dict[str, Detector] = {
 }
 
 PRECURSORS = "precursors"  # the config section of precursor linking
+DETECT_THREADS = 2  # detectors run side by side on this many threads
 
 __all__ = [
     "DETECTORS",
@@ -90,10 +92,16 @@ def detect(
         cfg["loss_spike"] = scaled(cfg["loss_spike"], k)
     ctx = build_context(run)
     found: list[Finding] = []
-    for name, det in DETECTORS.items():
-        if progress is not None:
-            progress(name)
-        found += det(ctx, cfg[name])
+    # detectors are pure functions of the shared context; polars and numpy release the
+    # GIL, so two threads use both cores. Results are gathered in registry order.
+    with ThreadPoolExecutor(max_workers=DETECT_THREADS) as pool:
+        jobs = []
+        for name, det in DETECTORS.items():
+            if progress is not None:
+                progress(name)
+            jobs.append(pool.submit(det, ctx, cfg[name]))
+        for job in jobs:
+            found += job.result()
     if k is not None:
         annotate(found, k)
     _assign_ids(found)
