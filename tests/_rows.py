@@ -8,7 +8,7 @@ from types import ModuleType
 
 from logbook.run import Run
 from logbook.segments import stitch
-from logbook.textio import read_lines
+from logbook.textio import read_lines, split_lines
 
 
 def normalized(lines: list[str]) -> list[str]:
@@ -28,3 +28,27 @@ def text_run(parser: ModuleType, path: Path) -> Run:
     part = parser.parse(read_lines(path)[0], str(path))
     metrics, events = stitch([part], [str(path)])
     return Run(metrics=metrics, events=events)
+
+
+def file_rows(path: Path) -> list[str]:
+    """The rows of an expected-output file, keys sorted."""
+    return normalized(path.read_text().splitlines())
+
+
+def assert_lines_accounted(parsed, n_lines: int) -> None:
+    """Every physical line is exactly one of record / event / ignored / unrecognized
+    (lines joined into a wrapped record count with it)."""
+    records = set(parsed.metrics.get_column("line").to_list())
+    events = {e.source.line for e in parsed.events}
+    unknown = set(parsed.unrecognized.to_list())
+    assert not (records & events) and not (records & unknown) and not (events & unknown)
+    extra = parsed.meta.get("continued_lines", 0)
+    assert len(records) + extra + len(events) + parsed.ignored + len(unknown) == n_lines
+
+
+def parse_accounted(parser: ModuleType, text: str, name: str = "x.log"):
+    """Parse ``text`` with one parser module and check that every line is accounted for."""
+    lines, _ = split_lines(text.encode())
+    parsed = parser.parse(lines, name)
+    assert_lines_accounted(parsed, lines.height)
+    return parsed

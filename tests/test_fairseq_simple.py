@@ -7,9 +7,9 @@ import math
 from pathlib import Path
 
 import pytest
+from _rows import file_rows, parse_accounted
 
 import parsers
-from logbook.textio import split_lines
 from parsers import fairseq_simple
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,19 +18,8 @@ CORPUS = ROOT / ".." / "shared" / "corpus"
 LN2 = math.log(2)
 
 
-def rows(path: Path) -> list[str]:
-    return [json.dumps(json.loads(x), sort_keys=True) for x in path.read_text().splitlines()]
-
-
 def parse_text(text: str, name: str = "x.log"):
-    lines, _ = split_lines(text.encode())
-    parsed = fairseq_simple.parse(lines, name)
-    records = set(parsed.metrics.get_column("line").to_list())
-    events = {e.source.line for e in parsed.events}
-    unknown = set(parsed.unrecognized.to_list())
-    assert not (records & events) and not (records & unknown) and not (events & unknown)
-    assert len(records) + len(events) + parsed.ignored + len(unknown) == lines.height
-    return parsed
+    return parse_accounted(fairseq_simple, text, name)
 
 
 @pytest.mark.parametrize("log", sorted(FIXTURES.glob("*.log")), ids=lambda p: p.name)
@@ -40,7 +29,7 @@ def test_fixture_gives_its_expected_run(log, tmp_path, monkeypatch):
     run = parsers.read_log(log.name)
     assert run.meta.format == "fairseq-simple"
     run.write(out)
-    assert rows(out) == rows(log.with_suffix(".expected.jsonl"))
+    assert file_rows(out) == file_rows(log.with_suffix(".expected.jsonl"))
     parse_text(log.read_bytes().decode())
 
 

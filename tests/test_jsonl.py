@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import pytest
+from _rows import file_rows, parse_accounted
 
 import parsers
 from logbook.run import Run, RunMeta
-from logbook.textio import split_lines
 from parsers import jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,19 +17,8 @@ FIXTURES = ROOT / "fixtures" / "jsonl"
 SOURCES = sorted(p for p in FIXTURES.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
 
 
-def rows(path: Path) -> list[str]:
-    return [json.dumps(json.loads(x), sort_keys=True) for x in path.read_text().splitlines()]
-
-
 def parse_text(text: str, name: str = "x.jsonl"):
-    lines, _ = split_lines(text.encode())
-    parsed = jsonl.parse(lines, name)
-    records = set(parsed.metrics.get_column("line").to_list())
-    events = {e.source.line for e in parsed.events}
-    unknown = set(parsed.unrecognized.to_list())
-    assert not (records & events) and not (records & unknown) and not (events & unknown)
-    assert len(records) + len(events) + parsed.ignored + len(unknown) == lines.height
-    return parsed
+    return parse_accounted(jsonl, text, name)
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
@@ -41,7 +29,7 @@ def test_fixture_gives_its_expected_run(src, tmp_path, monkeypatch):
     assert run.meta.format == "jsonl"
     run.write(out)
     expected = src.with_name(src.name.removesuffix(".jsonl") + ".expected.jsonl")
-    assert rows(out) == rows(expected)
+    assert file_rows(out) == file_rows(expected)
     parse_text(src.read_bytes().decode("utf-8-sig"))
 
 

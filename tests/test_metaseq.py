@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from _rows import assert_lines_accounted, file_rows
 
 import parsers
 from logbook.textio import split_lines
@@ -20,23 +21,9 @@ CORPUS = ROOT / ".." / "shared" / "corpus"
 LN2 = math.log(2)
 
 
-def rows(path: Path) -> list[str]:
-    return [json.dumps(json.loads(x), sort_keys=True) for x in path.read_text().splitlines()]
-
-
 def parse_text(text: str, name: str = "x.log"):
     lines, _ = split_lines(text.encode())
     return metaseq.parse(lines, name), lines.height
-
-
-def accounted(parsed, n_lines: int) -> None:
-    """Every physical line is exactly one of record / event / ignored / unrecognized."""
-    records = set(parsed.metrics.get_column("line").to_list())
-    events = {e.source.line for e in parsed.events}
-    unknown = set(parsed.unrecognized.to_list())
-    assert not (records & events) and not (records & unknown) and not (events & unknown)
-    extra = parsed.meta.get("continued_lines", 0)
-    assert len(records) + extra + len(events) + parsed.ignored + len(unknown) == n_lines
 
 
 @pytest.mark.parametrize("log", sorted(FIXTURES.glob("*.log")), ids=lambda p: p.name)
@@ -44,11 +31,11 @@ def test_fixture_gives_its_expected_run(log, tmp_path, monkeypatch):
     monkeypatch.chdir(log.parent)
     out = tmp_path / "out.jsonl"
     parsers.read_log(log.name, "metaseq").write(out)
-    assert rows(out) == rows(log.with_suffix(".expected.jsonl"))
+    assert file_rows(out) == file_rows(log.with_suffix(".expected.jsonl"))
     lines = log.read_bytes().count(b"\n")
     parsed, n = parse_text(log.read_text(), log.name)
     assert n == lines
-    accounted(parsed, n)
+    assert_lines_accounted(parsed, n)
 
 
 def test_every_fixture_is_sniffed_as_metaseq():
@@ -86,12 +73,12 @@ def test_truncated_and_corrupted_payloads_are_unrecognized():
     parsed, n = parse_text(text)
     assert parsed.metrics.get_column("step").to_list() == [1, 2]
     assert parsed.unrecognized.to_list() == [2, 3]
-    accounted(parsed, n)
+    assert_lines_accounted(parsed, n)
 
 
 def _events(text: str):
     parsed, n = parse_text(text)
-    accounted(parsed, n)
+    assert_lines_accounted(parsed, n)
     return parsed, [(e.kind, e.step, e.source.line) for e in parsed.events]
 
 
@@ -212,7 +199,7 @@ def test_a_record_printed_twice_in_a_row_counts_once():
     parsed, n = parse_text(text)
     assert parsed.metrics.get_column("line").to_list() == [1, 3, 4]
     assert parsed.ignored == 1
-    accounted(parsed, n)
+    assert_lines_accounted(parsed, n)
 
 
 def test_noise_continuations_and_unknown_lines():
@@ -227,7 +214,7 @@ def test_noise_continuations_and_unknown_lines():
     )
     parsed, n = parse_text(text)
     assert parsed.ignored == 4 and parsed.unrecognized.to_list() == [6, 7]
-    accounted(parsed, n)
+    assert_lines_accounted(parsed, n)
 
 
 def test_launcher_prefixes_on_tracebacks_and_printouts():

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _rows import normalized, text_run, written_rows
+from _rows import normalized, parse_accounted, text_run, written_rows
 
 from logbook.run import Run
-from logbook.textio import split_lines
 from parsers import nanogpt
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "nanogpt"
@@ -29,14 +28,7 @@ def test_fixture_gives_its_expected_rows(case, tmp_path, monkeypatch):
 
 
 def parse_text(text: str):
-    lines, _ = split_lines(text.encode())
-    p = nanogpt.parse(lines, "x.log")
-    records = set(p.metrics.get_column("line").to_list())
-    events = {e.source.line for e in p.events}
-    unknown = set(p.unrecognized.to_list())
-    assert not (records & events) and not (records & unknown) and not (events & unknown)
-    assert len(records) + len(events) + p.ignored + len(unknown) == lines.height
-    return p
+    return parse_accounted(nanogpt, text)
 
 
 def test_records_evals_saves_and_resume():
