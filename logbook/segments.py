@@ -94,7 +94,9 @@ def stitch(parts: list[Parsed], files: list[str]) -> tuple[pl.DataFrame, list[Ev
         empty = pl.DataFrame({"_pos": [], "step": []}, schema={"_pos": pl.Int64, "step": pl.Int64})
         placed, _, _ = _place(_records(empty), events, files)
         return pl.DataFrame(), [e for _, e in placed]
-    metrics = pl.concat(frames, how="diagonal_relaxed")
+    # one chunk per column: parsers hand over columns cut in pieces, and every query
+    # below would otherwise align the pieces of the columns it reads again
+    metrics = pl.concat(frames, how="diagonal_relaxed").rechunk()
     pos = (pl.col("source").cast(pl.Int64) * (1 << _LINE_BITS)) + pl.col("line").fill_null(0)
     metrics = metrics.with_columns(pos.alias("_pos"))
     if not metrics.get_column("_pos").is_sorted():
@@ -107,7 +109,9 @@ def stitch(parts: list[Parsed], files: list[str]) -> tuple[pl.DataFrame, list[Ev
     )
     placed += _derived_events(metrics, [e for _, e in placed], files)
     placed.sort(key=lambda pe: pe[0])
-    return metrics.drop("_pos", "_epoch"), [e for _, e in placed]
+    metrics.drop_in_place("_pos")
+    metrics.drop_in_place("_epoch")
+    return metrics, [e for _, e in placed]
 
 
 def _records(metrics: pl.DataFrame) -> _Records:

@@ -7,7 +7,9 @@ format, up to 100 = certain, from the first lines of a file) and
 A format whose input is a directory or a binary file also has ``sniff_path(path) ->
 int`` and ``read_path(path) -> list[Parsed]`` (one part per launch, in launch order,
 each with ``meta["file"]`` and ``meta["lines"]``): a path that one of them claims is
-read that way. Adding a format is one module plus one line in ``FORMATS``.
+read that way. An optional ``SNIFF_MAX`` (the highest score its ``sniff`` gives) lets
+sniffing skip the format once an earlier one has scored that much. Adding a format is
+one module plus one line in ``FORMATS``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from logbook.errors import InputError, UsageError
+from logbook.gc_pause import paused_gc
 from logbook.parsed import Parsed
 from logbook.run import ParseStats, Run, RunMeta
 from logbook.segments import order_parts, stitch
@@ -85,8 +88,17 @@ def sniff(path: str | Path) -> str:
     if p.suffix == ".parquet":
         return "logbook"
     head = head_lines(p, SNIFF_LINES)
-    scores = {name: mod.sniff(head) for name, mod in FORMATS.items()}
-    if p.suffix.lower() in PROSE_SUFFIXES and scores["chronicle"] > 0:
+    prose = p.suffix.lower() in PROSE_SUFFIXES
+    scores: dict[str, int] = {}
+    for name, mod in FORMATS.items():
+        # a format that scores at most SNIFF_MAX is not asked once an earlier one has
+        # scored that much (it could not win: a tie goes to the earlier format)
+        cap = getattr(mod, "SNIFF_MAX", None)
+        if cap is not None and not prose and max(scores.values(), default=0) >= cap:
+            scores[name] = 0
+        else:
+            scores[name] = mod.sniff(head)
+    if prose and scores["chronicle"] > 0:
         return "chronicle"
     best = max(scores, key=lambda k: scores[k])
     if scores[best] <= 0:
@@ -151,6 +163,11 @@ def read_log(paths: list[str | Path] | str | Path, fmt: str | None = None, tz: s
     A logbook JSONL/Parquet file is read as it was written; chronicles given alone
     are read as a run of notes (``tz``: the zone of times written without one).
     """
+    with paused_gc():
+        return _read_log(paths, fmt, tz)
+
+
+def _read_log(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -> Run:
     if isinstance(paths, str | Path):
         paths = [paths]
     if not paths:

@@ -13,6 +13,7 @@ guessed at.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -30,6 +31,7 @@ from parsers._megatron_lines import PREFIX, vx
 MAX_LAYOUTS = 16
 MAX_FIELDS = 64
 ITERATION = "\0iteration"  # layout mark of the ``iteration N/ M`` piece
+_OK = "_fits"  # column of whether a record fits the layout read
 _STAMP = r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]"
 _ITERATION_PIECE = re.compile(PREFIX + r"iteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*$")
 _STEP_TAIL = vx(r"(\d+)\s*$")
@@ -44,7 +46,7 @@ def read_fields(body: pl.Series) -> pl.DataFrame:
     """The typed fields of each record (see :func:`typed_columns`), in record order,
     plus ``_idx`` (position in ``body``), ``_cut`` (True when text follows the record's
     last ``|``: the line was cut), ``_loss_absent`` and, where the layout shows them,
-    ``_step``, ``_total`` and ``_ts`` (time stamp text)."""
+    ``_step`` and ``_ts`` (time stamp text)."""
     n = body.len()
     if n == 0:
         return pl.DataFrame(
@@ -59,14 +61,17 @@ def read_fields(body: pl.Series) -> pl.DataFrame:
         layout = _layout(remaining.row(0, named=True), MAX_FIELDS)
         if layout is None:
             break
-        ok = remaining.select(_fits(layout)).to_series()
+        # the values are read on every open record along with the check of the layout
+        # (one pass); they are kept where most records fit
+        read = _read(remaining, layout)
+        ok = read.fast.get_column(_OK)
         n_ok = int(ok.sum())
         if n_ok == remaining.height:
-            out.append(_values(remaining, layout, None))
+            out.append(_finish(read, None))
             remaining = remaining.clear()
             break
         if n_ok >= _READ_ALL * remaining.height:
-            got = _values(remaining, layout, ok)
+            got = _finish(read, ok)
             if base is None and not out and got.height == n:
                 base = got  # the other layouts' records are written over it
             else:
@@ -161,15 +166,29 @@ def _fits(layout: Layout) -> pl.Expr:
     return pl.all_horizontal(conds)
 
 
+@dataclass
+class _Read:
+    """A layout's values cast on all rows of ``parts`` (``fast``, with ``_OK``: whether
+    the row fits the layout), the value texts by key (``raw``) and their pieces."""
+
+    parts: pl.DataFrame
+    fast: pl.DataFrame
+    raw: dict[str, pl.Expr]
+
+
 def _values(parts: pl.DataFrame, layout: Layout, ok: pl.Series | None) -> pl.DataFrame:
-    """One layout's records typed: each value sliced off its piece and cast in one go;
-    only a column with values the cast could not read takes a second, slower look.
-    ``ok`` (when given) marks the rows of ``parts`` that fit the layout: the values are
-    read on all rows in one pass; the frame keeps every row of ``parts`` (the others
-    hold what the layout made of them) unless a column needed the second look, then
-    only the fitting ones."""
+    """One layout's records typed (see :func:`_finish`); ``ok`` as there."""
+    return _finish(_read(parts, layout), ok)
+
+
+def _read(parts: pl.DataFrame, layout: Layout) -> _Read:
+    """Each value sliced off its piece and cast, and the layout checked, in one pass."""
     nb, pieces = layout
-    exprs = [pl.col("_idx"), (pl.col(f"field_{nb}").str.strip_chars() != "").alias("_cut")]
+    exprs = [
+        pl.col("_idx"),
+        (pl.col(f"field_{nb}").str.strip_chars() != "").alias("_cut"),
+        _fits(layout).alias(_OK),
+    ]
     raw: dict[str, pl.Expr] = {}
     step_piece = None
     for j, prefix in pieces:
@@ -190,7 +209,17 @@ def _values(parts: pl.DataFrame, layout: Layout, ok: pl.Series | None) -> pl.Dat
     if step_piece is not None:
         fast = _exact_steps(fast, parts.get_column(step_piece))
     loss = [k for k in raw if column_name(k) == "loss"]
-    fast = fast.with_columns(_loss_absent=pl.lit(not loss))
+    return _Read(parts, fast.with_columns(_loss_absent=pl.lit(not loss)), raw)
+
+
+def _finish(read: _Read, ok: pl.Series | None) -> pl.DataFrame:
+    """One layout's records typed: only a column with values the cast could not read
+    takes a second, slower look. ``ok`` (when given) marks the rows that fit the
+    layout; the frame keeps every row read (the others hold what the layout made of
+    them) unless a column needed the second look, then only the fitting ones. When
+    ``ok`` is None, all rows fit."""
+    parts, raw = read.parts, read.raw
+    fast = read.fast.drop(_OK)
     # a value is there for every record of the layout: a null is a value the cast missed
     missed = [k for k in raw if _nulls(fast, k, ok)]
     if missed:
@@ -217,15 +246,15 @@ def _nulls(fast: pl.DataFrame, key: str, ok: pl.Series | None) -> int:
 
 
 def _iteration_piece(piece: pl.Series) -> tuple[list[pl.Expr], bool]:
-    """``_step``, ``_total`` and ``_ts`` (the time stamp, when the pieces have one) from
-    the ``[prefixes] [time] iteration N/ M`` piece, and whether the step was read the
-    quick way (to be checked by :func:`_exact_steps`): when the layout's first piece
-    has no prefix, the step is what is left of the text before the ``/`` once the text
-    up to ``iteration`` that this piece starts with and the spaces are taken off; else
-    a regex reads it."""
+    """``_step`` and ``_ts`` (the time stamp, when the pieces have one) from the
+    ``[prefixes] [time] iteration N/ M`` piece, and whether the step was read the quick
+    way (to be checked by :func:`_exact_steps`): when the layout's first piece has no
+    prefix, the step is what is left of the text before the ``/`` once the text up to
+    ``iteration`` that this piece starts with and the spaces are taken off; else a
+    regex reads it. (The planned total ``M`` is read off the last record only: see
+    ``parsers.megatron``.)"""
     col = pl.col(piece.name)
-    halves = col.str.split_exact("/", 1)
-    head = halves.struct.field("field_0")
+    head = col.str.head(col.str.find("/", literal=True))
     first = str(piece[0])
     lead = first[: first.find("iteration") + len("iteration")]
     quick = lead.strip(" \t") == "iteration"
@@ -233,11 +262,7 @@ def _iteration_piece(piece: pl.Series) -> tuple[list[pl.Expr], bool]:
         step = head.str.strip_prefix(lead).str.strip_chars(" \t")
     else:
         step = head.str.extract(_STEP_TAIL, 1)
-    total = halves.struct.field("field_1").str.strip_chars()
-    exprs = [
-        step.cast(pl.Int64, strict=False).alias("_step"),
-        total.cast(pl.Int64, strict=False).alias("_total"),
-    ]
+    exprs = [step.cast(pl.Int64, strict=False).alias("_step")]
     stamped = piece.str.contains("[", literal=True).any() and piece.str.contains(vx(_STAMP)).any()
     if stamped:
         return [*exprs, col.str.extract(vx(_STAMP), 1).alias("_ts")], quick

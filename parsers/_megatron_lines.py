@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -164,13 +165,11 @@ OTHER, RECORD, CONT, EVENT, IGNORED = 0, 1, 2, 3, 4
 
 def classify(text: pl.Series, event_anchored: list[str], event_anywhere: list[str]) -> np.ndarray:
     """The class of every line: record, event, ignored, or other (resolved by
-    :func:`resolve_other`). Only lines that mention ``iteration`` are tried as records;
-    the other patterns only see the lines that are not records."""
+    :func:`resolve_other`). The other patterns only see the lines that are not
+    records."""
     codes = np.zeros(text.len(), dtype=np.int8)
-    cand = contains(text, "iteration", literal=True)
-    if cand.any():
-        is_rec = contains(_take(text, cand), vx(PREFIX + RECORD_START))
-        codes[np.flatnonzero(cand)[is_rec]] = RECORD
+    # (the anchored regex gives up early on other lines: a literal pre-filter costs more)
+    codes[contains(text, vx(PREFIX + RECORD_START))] = RECORD
     # the other classes in order of precedence, each tried on the lines still open
     stages = [
         (vx(SEPARATOR), EVENT),
@@ -198,16 +197,21 @@ PARALLEL_MIN = 50_000  # lines from which a regex scan is split over threads
 
 
 def contains(text: pl.Series, pattern: str, literal: bool = False) -> np.ndarray:
-    """``str.contains`` as a numpy mask; long series are cut into slices scanned side by
-    side (the regex engine releases the GIL but runs one slice per thread)."""
+    """``str.contains`` as a numpy mask, on slices side by side (see :func:`mask`)."""
+    return mask(text, lambda t: t.str.contains(pattern, literal=literal))
+
+
+def mask(text: pl.Series, test: Callable[[pl.Series], pl.Series]) -> np.ndarray:
+    """A boolean string test as a numpy mask; long series are cut into slices tested
+    side by side (a string kernel releases the GIL but runs one slice per thread)."""
     n = text.len()
     workers = min(os.cpu_count() or 1, 4)
     if n < PARALLEL_MIN or workers < 2:
-        return text.str.contains(pattern, literal=literal).to_numpy()
+        return test(text).to_numpy()
     size = -(-n // workers)
 
     def scan(start: int) -> np.ndarray:
-        return text.slice(start, size).str.contains(pattern, literal=literal).to_numpy()
+        return test(text.slice(start, size)).to_numpy()
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return np.concatenate(list(pool.map(scan, range(0, n, size))))
@@ -220,7 +224,7 @@ def resolve_other(text: pl.Series, codes: np.ndarray) -> np.ndarray:
     codes = codes.copy()
     rec = np.flatnonzero(codes == RECORD)
     rec_text = text.gather(rec)
-    closed = rec_text.str.ends_with("|").to_numpy()
+    closed = mask(rec_text, lambda t: t.str.ends_with("|"))
     if not closed.all():  # spaces after the last ``|``, or a record wrapped or cut
         rest = np.flatnonzero(~closed)
         closed[rest] = contains(rec_text.gather(rest), vx(r"\|\s*$"))

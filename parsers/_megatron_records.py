@@ -59,12 +59,12 @@ def record_lines(lines: pl.DataFrame, codes: np.ndarray) -> pl.DataFrame:
     )
 
 
-CHUNK = 50_000  # records read at a time: bounds the memory the split fields take
+CHUNK = 125_000  # records read at a time: bounds the memory the split fields take
 
 
 def read_records(recs: pl.DataFrame) -> pl.DataFrame:
-    """The records' metric columns, plus ``text``, ``train_iters``, ``_cut`` (line cut
-    after its last ``|``), ``_loss_absent`` and ``nlines``."""
+    """The records' metric columns, plus ``text``, ``_cut`` (line cut after its last
+    ``|``), ``_loss_absent`` and ``nlines``."""
     if recs.height <= CHUNK:
         return _read_chunk(recs)
     chunks = [recs.slice(i, CHUNK) for i in range(0, recs.height, CHUNK)]
@@ -84,7 +84,6 @@ def _read_chunk(recs: pl.DataFrame) -> pl.DataFrame:
             "line": recs.get_column("line"),
             "text": text,
             "step": its.get_column("_step"),
-            "train_iters": its.get_column("_total"),
             "time": _times(its.get_column("_ts")),
             "nlines": recs.get_column("nlines"),
             "_cut": fields.get_column("_cut").fill_null(False),
@@ -107,15 +106,13 @@ def _strip_prefix(text: pl.Series) -> pl.Series:
 
 
 def _iterations(raw: pl.DataFrame, text: pl.Series) -> pl.DataFrame:
-    """Step, planned total and time stamp of each record (read with its layout, else
-    by regex)."""
-    cols = ["_step", "_total", "_ts"]
+    """Step and time stamp of each record (read with its layout, else by regex)."""
+    cols = ["_step", "_ts"]
     if all(c in raw.columns for c in cols) and raw.get_column("_step").null_count() == 0:
         return raw.select(cols)
     found = text.str.extract_groups(ascii_classes(PREFIX + RECORD_START)).struct.unnest()
     found = found.select(
         pl.col("step").cast(pl.Int64).alias("_step"),
-        pl.col("total").cast(pl.Int64).alias("_total"),
         pl.col("ts").alias("_ts"),
     )
     if "_step" not in raw.columns:
@@ -128,7 +125,7 @@ def _times(ts: pl.Series) -> pl.Series:
         return pl.repeat(None, ts.len(), dtype=pl.Datetime("us", "UTC"), eager=True).alias("time")
     norm = ts.str.replace("T", " ", literal=True).str.replace(",", ".", literal=True)
     return norm.str.to_datetime(
-        "%Y-%m-%d %H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False
+        "%Y-%m-%d %H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False, cache=False
     ).alias("time")
 
 

@@ -40,7 +40,11 @@ def _column(df: pl.DataFrame, name: str) -> np.ndarray:
     return df.get_column(name).cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
-def assemble(lines: pl.DataFrame, name: str, found: Found) -> Parsed:
+def assemble(
+    lines: pl.DataFrame, name: str, found: Found, classes: np.ndarray | None = None
+) -> Parsed:
+    """The parsed file. ``classes``: line classes found beforehand (``ml.classify`` of
+    some lines, -1 for the others), used where they cover a line left to classify."""
     n = lines.height
     code = np.full(n, -1, dtype=np.int8)
     metrics = with_core(found.metrics).sort("line", maintain_order=True)
@@ -52,7 +56,11 @@ def assemble(lines: pl.DataFrame, name: str, found: Found) -> Parsed:
     code[found.bad_lines - 1] = ml.UNKNOWN
     rest = np.flatnonzero(code == -1)
     rest_lines = lines[rest]
-    code[rest] = ml.classify(rest_lines.get_column("text"))
+    known = classes[rest] if classes is not None else np.full(rest.size, -1, dtype=np.int8)
+    todo = np.flatnonzero(known == -1)
+    if todo.size:
+        known[todo] = ml.classify(rest_lines.get_column("text").gather(todo))
+    code[rest] = known
     code = ml.settle_continuations(code)
 
     is_event = code[rest] == ml.EVENT

@@ -53,6 +53,9 @@ _SKIP_FORMATS = ("chronicle", "logbook")
 MIN_SNIFF = 20
 
 
+SNIFF_MAX = 30  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     """10-30 for dated logbook entries or a markdown chronicle with dates; 0 otherwise
     (and for anything that is mostly log records)."""

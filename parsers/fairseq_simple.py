@@ -42,6 +42,9 @@ _VALID = re.compile(ms.VALID)
 _FAIRSEQ = re.compile(r"\d \| [A-Z]+ \| fairseq")
 
 
+SNIFF_MAX = 90  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     """90 with a simple-format record in the head, 60 with only its validation lines,
     30 with only fairseq logging lines."""

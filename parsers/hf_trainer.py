@@ -58,6 +58,9 @@ NAN_CAVEAT = (
 )
 
 
+SNIFF_MAX = 95  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     """95 when the head is a trainer_state.json (``"log_history": [`` beside
     ``"global_step"``), else 0."""

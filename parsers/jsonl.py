@@ -43,6 +43,9 @@ _SPACE = " \t\ufeff"  # a byte-order mark at the start of the file is no content
 _STEP_OR_LOSS = {jc.snake(a) for a in jc.ALIASES["step"] + jc.ALIASES["loss"]}
 
 
+SNIFF_MAX = 80  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     """80 when most lines are JSON objects and one has a numeric step or loss, 60 when
     they are objects without (or with text-valued) step and loss, 0 for logbook files."""

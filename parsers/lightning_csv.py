@@ -33,6 +33,9 @@ MAPS = (
 META_COLS = ("step", "epoch")
 
 
+SNIFF_MAX = 85  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     """85 for a CSV header with ``step`` and ``epoch`` columns and comma rows."""
     body = [h.strip() for h in head if h.strip()]

@@ -13,6 +13,9 @@ EXAMPLE = '{"type": "run", "schema": "logbook/1", ...}'
 MAPS = "read as written (schema logbook/1)"
 
 
+SNIFF_MAX = 100  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     first = next((h for h in head if h.strip()), "")
     compact = first.replace(" ", "")

@@ -54,12 +54,16 @@ MAPS = (
 )
 
 TEXT_MAX = 300
-_DROP = ("nlines", "_cut", "_loss_absent", "train_iters", "text")
+_TAIL = 64  # records read at a time from the end for the planned total
+_DROP = ("nlines", "_cut", "_loss_absent", "text")
 _RECORD_RE = re.compile(PREFIX + RECORD_START)
 _BANNERS_RE = re.compile(
     r"using world size: \d+|> initializing (?:torch distributed|tensor model parallel)"
     r"|Megatron|megatron/|pretrain_gpt\.py|\[default\d+\]:|DeepSpeed|deepspeed|NeoX"
 )
+
+
+SNIFF_MAX = 90  # the highest score sniff gives
 
 
 def sniff(head: list[str]) -> int:
@@ -135,6 +139,17 @@ def _missing_loss_events(recs: pl.DataFrame, name: str) -> list[EventBase]:
     ]
 
 
+def _train_iters(texts: pl.Series) -> int | None:
+    """The planned number of iterations (``iteration N/ M``) of the last record that
+    shows it (every record does; only the last one is read)."""
+    for start in range(texts.len(), 0, -_TAIL):
+        for text in reversed(texts.slice(max(0, start - _TAIL), min(_TAIL, start)).to_list()):
+            m = _RECORD_RE.match(text)
+            if m is not None:
+                return int(m.group("total"))
+    return None
+
+
 def _body(text: str) -> str:
     m = PREFIX_RE.match(text)
     return (text[m.end() :] if m else text).strip()[:TEXT_MAX]
@@ -142,9 +157,9 @@ def _body(text: str) -> str:
 
 def _meta(recs: pl.DataFrame, counts: dict[str, int], n_dup: int) -> dict:
     meta: dict = {"line_counts": counts}
-    totals = recs.get_column("train_iters").drop_nulls()
-    if totals.len():
-        meta["train_iters"] = int(totals[-1])
+    total = _train_iters(recs.get_column("text"))
+    if total is not None:
+        meta["train_iters"] = total
     cut = int(recs.get_column("_cut").sum())
     caveats = []
     if cut:

@@ -16,6 +16,7 @@ Other lines: see ``parsers._metaseq_lines`` and ``parsers._metaseq_events``.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import polars as pl
@@ -26,6 +27,7 @@ from parsers import _metaseq_json as mj
 from parsers._metaseq_assemble import Found, assemble
 from parsers._metaseq_columns import MAPS as _MAPS
 from parsers._metaseq_columns import base_caveats, to_metrics, values
+from parsers._metaseq_lines import classify
 from parsers._metaseq_repair import repair
 
 NAME = "metaseq"
@@ -39,6 +41,9 @@ MAPS = _MAPS
 _RECORD = re.compile(r"\| train_inner \| \{")
 _BARE = re.compile(r'^\s*\{"epoch": \d+, .*"(?:\w+_)?num_updates": "')
 _FRAMEWORK = re.compile(r"\d \| [A-Z]+ \| (?:metaseq|fairseq)")
+
+
+SNIFF_MAX = 90  # the highest score sniff gives
 
 
 def sniff(head: list[str]) -> int:
@@ -61,7 +66,11 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     again = ((payload == payload.shift(1)) & (line == line.shift(1) + 1)).fill_null(False)
     repeats = inner.filter(again).get_column("line").to_numpy()
     inner = inner.filter(~again) if repeats.size else inner
-    raw, bad = mj.decode_records(inner)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the other lines are classified while the records are decoded
+        early = pool.submit(_classify_others, lines, inner, other)
+        raw, bad = mj.decode_records(inner)
+        classes = early.result()
     wrap_lines = np.zeros(0, dtype=np.int64)
     if bad.size:
         raw, bad, wrap_lines = _repair(raw, inner, bad, lines, other)
@@ -84,7 +93,20 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
             wrap_lines=wrap_lines,
             caveats=_caveats(metrics, wrap_lines),
         ),
+        classes,
     )
+
+
+def _classify_others(lines: pl.DataFrame, inner: pl.DataFrame, other: pl.DataFrame) -> np.ndarray:
+    """The class of each line that is neither a record nor a tagged JSON line (-1 for
+    those), as ``assemble`` would find it."""
+    code = np.full(lines.height, -1, dtype=np.int8)
+    taken = np.zeros(lines.height, dtype=bool)
+    taken[inner.get_column("line").to_numpy() - 1] = True
+    taken[other.get_column("line").to_numpy() - 1] = True
+    rest = np.flatnonzero(~taken)
+    code[rest] = classify(lines.get_column("text").gather(rest))
+    return code
 
 
 def _repair(

@@ -50,6 +50,9 @@ NOISE = re.compile(
 CONFIG_HEAD = "Overriding config with "
 
 
+SNIFF_MAX = 90  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     """90 with an ``iter N: loss`` line, 80 with only ``step N: train loss`` lines."""
     if any(RECORD.match(h.strip()) for h in head):

@@ -34,6 +34,9 @@ EXAMPLE = "runs/Jan01_12-00-00_host/events.out.tfevents.1704110400.host.1234.0 (
 MAPS = _MAPS
 
 
+SNIFF_MAX = 0  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     """Event files are binary: they are recognized by path (``sniff_path``)."""
     return 0

@@ -63,6 +63,9 @@ CRASH = {
 TZ_CAVEAT = "torchtitan: log times carry no zone: read as UTC"
 
 
+SNIFF_MAX = 90  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     """90 with a metrics line, 40 with only ``[titan]`` prefixed lines."""
     clean = [_clean_text(h) for h in head]

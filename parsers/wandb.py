@@ -49,6 +49,9 @@ def _header(head: list[str]) -> list[str]:
     return [c.strip().strip('"') for c in first.split(",")]
 
 
+SNIFF_MAX = 90  # the highest score sniff gives
+
+
 def sniff(head: list[str]) -> int:
     """90 for a chart CSV (``Step`` and ``<run> - <key>`` columns), 85 for a history
     CSV (a ``_step`` column), 70 for a runs table (refused when read, with a reason)."""

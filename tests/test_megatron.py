@@ -307,3 +307,20 @@ def test_overflow_lines_of_rank_zero_become_skips_at_the_next_record():
             "new_scale": 512.0,
         }
     ]
+
+
+def test_planned_total_comes_from_the_last_record_that_shows_it():
+    import polars as pl
+
+    from parsers.megatron import _train_iters
+
+    texts = [f" iteration {i:8d}/    5000 | lm loss: 2.0 |" for i in range(1, 200)]
+    texts += [
+        "[default3]:[2024-05-01 10:00:00] iteration      200/    8000 | lm loss: 2.0 |",
+        " samples/sec: 12.5 | iteration      201/    9000 | lm_loss: 2.0 |",  # GPT-NeoX
+        "a record line whose start was cut off | lm loss: 2.0 |",
+    ]
+    assert _train_iters(pl.Series(texts)) == 9000
+    assert _train_iters(pl.Series(texts[:200])) == 8000
+    assert _train_iters(pl.Series(["no record here"] * 130)) is None
+    assert _train_iters(pl.Series([], dtype=pl.String)) is None

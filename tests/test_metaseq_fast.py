@@ -91,18 +91,23 @@ def test_a_layout_reads_only_payloads_it_proves_exact():
         '{"epoch": 1, "loss": "n/a", "num_updates": "10"}',
         '{"epoch": 1, "loss": "", "num_updates": "1e3"}',
         '{"epoch": 1, "loss": "x, ", "num_updates": "11"}',  # ", " ends a value here
+        '{"epoch": -12, "loss": "1", "num_updates": "12"}',  # bare: a plain integer
+        '{"epoch": 1e3, "loss": "1", "num_updates": "13"}',  # ... other JSON numbers
+        '{"epoch": 99999999999999999999, "loss": "1", "num_updates": "14"}',
+        '{"epoch": 007, "loss": "1", "num_updates": "15"}',  # ... and no JSON number
         '{"epoch": 1, "loss": "2.5", "num_updates": "7"} ',
         '{"epoch": 1, "loss": "2\\u0030", "num_updates": "7"}',
         None,
     ] + [odd % 5 for odd in ODD]
     got = layout.read(pl.Series(rows, dtype=pl.String))
-    assert got.get_column(OK).to_list() == [True] * 5 + [False] * (3 + len(ODD))
-    read = got.head(5).drop(OK).rows()
+    assert got.get_column(OK).to_list() == [True] * 8 + [False] * (4 + len(ODD))
+    read = got.head(8).drop(OK).rows()
     assert read[0] == (2.0, 3.25, 8.0)
     assert read[1][0] == 0.0 and math.copysign(1, read[1][0]) == -1 and math.isnan(read[1][1])
     assert read[2] == (1.0, None, 10.0)
     assert read[3] == (1.0, None, 1000.0)
     assert read[4] == (1.0, None, 11.0)
+    assert read[5:] == [(-12.0, 1.0, 12.0), (1000.0, 1.0, 13.0), (1e20, 1.0, 14.0)]
 
 
 def _as_rows(frame: pl.DataFrame, rows: np.ndarray) -> dict[int, str]:
@@ -206,6 +211,8 @@ def test_line_times_in_every_stamp_form():
             "2022-13-11 16:04:15 | INFO | x",  # no such month
             "no time here",
             "\u0662\u0660\u0662\u0662-11-11 16:04:15 | INFO | x",  # Arabic-Indic digits
+            "2022-11-11 16:04:15.125| INFO | x",  # a fraction where the space would be
+            "2022-11-11 16:04:15",  # the stamp alone
         ]
     )
     got = ml.read_times(text)
@@ -218,6 +225,8 @@ def test_line_times_in_every_stamp_form():
         None,
         None,
         None,
+        "2022-11-11 16:04:15.125000+00:00",
+        "2022-11-11 16:04:15+00:00",
     ]
 
 

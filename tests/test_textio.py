@@ -139,6 +139,53 @@ def test_reading_makes_no_copy_of_the_bytes(monkeypatch):
     assert peak < len(raw) // 3
 
 
+def _slices_small(monkeypatch) -> None:
+    """Files from 64 bytes on are read by the threads, 16 bytes a request."""
+    monkeypatch.setattr(textio, "_PARALLEL_READ", 64)
+    monkeypatch.setattr(textio, "_READ_SLICE", 16)
+    monkeypatch.setattr(textio, "_SCAN_CHUNK", 32)
+
+
+@pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "threads"])
+def test_large_file_read_gives_the_bytes_in_order(tmp_path, monkeypatch, mapped):
+    raw = b"".join(b"line %d \xc3\xa9 | value %d\r\n" % (i, i * i) for i in range(200)) + b"cut"
+    plain, plain_stats = _read(tmp_path, raw)
+    _slices_small(monkeypatch)
+    if not mapped:
+        monkeypatch.setenv(textio.NO_MMAP, "1")
+    path = tmp_path / "x.log"
+    data = textio.read_buffer(path)[0]
+    assert data.tobytes() == raw
+    assert data.flags.writeable is not mapped  # the file's pages, or a copy of them
+    frame, stats = read_lines(path)
+    assert frame.equals(plain)
+    assert (stats.lines, stats.crlf, stats.no_final_newline) == (201, True, True)
+    assert frame["text"][1] == "line 1 \u00e9 | value 1"
+    zipped = tmp_path / "x.log.gz"
+    zipped.write_bytes(gzip.compress(raw))
+    unzipped, zstats = read_lines(zipped)
+    assert unzipped.equals(plain) and zstats.gzip is True
+
+
+def test_file_that_shrinks_while_read_is_read_again(tmp_path, monkeypatch):
+    _slices_small(monkeypatch)
+    monkeypatch.setenv(textio.NO_MMAP, "1")
+    path = tmp_path / "x.log"
+    path.write_bytes(b"0123456789abcde\n" * 20)
+    real = textio.os.preadv
+    calls = []
+
+    def shrinking(fd, buffers, offset):
+        calls.append(offset)
+        if len(calls) == 3:  # the file is cut while its slices are read
+            path.write_bytes(b"short\n")
+        return real(fd, buffers, offset)
+
+    monkeypatch.setattr(textio.os, "preadv", shrinking)
+    data, was_gzip = textio.read_buffer(path)
+    assert (data.tobytes(), was_gzip) == (b"short\n", False)
+
+
 def test_gzip_reads_like_plain(tmp_path):
     raw = b"a\r\n\nb \xff\n"
     plain, plain_stats = _read(tmp_path, raw)

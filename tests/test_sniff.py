@@ -1,0 +1,59 @@
+"""Format sniffing: SNIFF_MAX is a true bound, and skipping formats by it never changes
+which format a file is given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import parsers
+from logbook.errors import InputError
+from logbook.textio import head_lines
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "logs"
+TEXT_SUFFIXES = {".log", ".txt", ".jsonl", ".csv", ".md", ".json"}
+
+
+def _text_files(folder: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and p.suffix in TEXT_SUFFIXES and not p.name.endswith(".expected.jsonl")
+    )
+
+
+def _full_scores(path: Path) -> dict[str, int]:
+    head = head_lines(path, parsers.SNIFF_LINES)
+    return {name: mod.sniff(head) for name, mod in parsers.FORMATS.items()}
+
+
+FILES = _text_files(ROOT / "fixtures") + (_text_files(CORPUS) if CORPUS.is_dir() else [])
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(p.parents[1])))
+def test_sniff_max_bounds_every_score(path: Path) -> None:
+    scores = _full_scores(path)
+    for name, mod in parsers.FORMATS.items():
+        cap = getattr(mod, "SNIFF_MAX", None)
+        if cap is not None:
+            assert scores[name] <= cap, (name, scores[name], cap)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(p.parents[1])))
+def test_skipping_gives_the_format_full_scoring_gives(path: Path) -> None:
+    scores = _full_scores(path)
+    best = max(scores, key=lambda k: scores[k])
+    if path.suffix in parsers.PROSE_SUFFIXES and scores["chronicle"] > 0:
+        best = "chronicle"
+    if scores[best] <= 0:  # not a log (a replay config, a report input)
+        with pytest.raises(InputError, match="unrecognized log format"):
+            parsers.sniff(path)
+        return
+    assert parsers.sniff(path) == best
+
+
+def test_every_format_declares_its_bound() -> None:
+    missing = [n for n, m in parsers.FORMATS.items() if not hasattr(m, "SNIFF_MAX")]
+    assert missing == []
