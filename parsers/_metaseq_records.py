@@ -32,19 +32,17 @@ _MIN_CHUNK = 25_000
 _TRIES = 4  # layouts tried on one chunk
 _CANDIDATES = 8  # leading rows looked at for a layout
 _MIN_ROWS = 64  # fewer rows left than this: not worth another layout
+_HEIGHT = "\0height"  # the column of a frame of objects without keys
 
 
 class Decoded:
-    """What the chunks gave, kept as they come (so that their frames go at once): per
-    key, the numbers over all input rows (NaN where none) and whether each is a value;
-    which rows were read, which are no JSON object, and where each key was first seen
-    (row, place in its row)."""
+    """What the chunks gave, kept as they come (so that their frames go at once): the
+    number frames and the input rows of their rows, which rows are no JSON object,
+    and where each key was first seen (row, place in its row)."""
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.read = np.zeros(n, dtype=bool)
-        self.values: dict[str, np.ndarray] = {}
-        self.valid: dict[str, np.ndarray] = {}
+        self.parts: list[tuple[pl.DataFrame, np.ndarray]] = []
         self.bad: list[np.ndarray] = []
         self.first_seen: dict[str, tuple[int, int]] = {}
 
@@ -57,36 +55,40 @@ class Decoded:
             self.first_seen[key] = (row, pos)
 
     def put(self, frame: pl.DataFrame, rows: np.ndarray) -> None:
-        """Store the numbers of ``frame``, whose rows are the input rows ``rows``."""
-        whole = rows.size and rows[-1] - rows[0] + 1 == rows.size
-        at = slice(int(rows[0]), int(rows[-1]) + 1) if whole else rows
-        self.read[at] = True
-        for i, key in enumerate(frame.columns):
-            col = frame.to_series(i).alias("v")  # (Series methods take ``^...$`` as a pattern)
-            if key not in self.values:
-                self.values[key] = np.full(self.n, np.nan)
-                self.valid[key] = np.zeros(self.n, dtype=bool)
-            self.values[key][at] = col.to_numpy()
-            self.valid[key][at] = col.is_not_null().to_numpy() if col.null_count() else True
+        """Keep the numbers of ``frame``, whose rows are the input rows ``rows``."""
+        if rows.size:
+            self.parts.append((frame, rows))
 
     def frame(self) -> tuple[pl.DataFrame, np.ndarray]:
         """The numbers of the rows read, a Float64 column per key in the order the keys
-        were first seen, and the input position of each row."""
-        rows = np.flatnonzero(self.read)
-        columns = []
-        for key in sorted(self.first_seen, key=lambda k: self.first_seen[k]):
-            values, valid = self.values.pop(key, None), self.valid.pop(key, None)
-            if values is None or valid is None:  # a key only ever null
-                values, valid = np.full(rows.size, np.nan), np.zeros(rows.size, dtype=bool)
-            elif rows.size < self.n:
-                values, valid = values[rows], valid[rows]
-            col = pl.Series("v", values)
-            if not valid.all():
-                col = pl.select(pl.when(pl.Series(valid)).then(col)).to_series()
-            columns.append(col.alias(key))
+        were first seen (null where a row has no value), and the input position of
+        each row."""
+        keys = sorted(self.first_seen, key=lambda k: self.first_seen[k])
+        schema = dict.fromkeys(keys, pl.Float64)
+        if not self.parts:
+            return pl.DataFrame(schema=schema), np.zeros(0, dtype=np.int64)
+        rows = np.concatenate([r for _, r in self.parts])
+        # a frame without columns (objects without keys) still counts its rows
+        frames = [f if f.width else _empty(r.size) for f, r in self.parts]
+        self.parts = []
+        # (the frames hold no copy of each other: concatenating them copies nothing)
+        whole = pl.concat(frames, how="diagonal_relaxed")
+        if rows.size > 1 and (np.diff(rows) < 0).any():
+            order = np.argsort(rows, kind="stable")
+            rows, whole = rows[order], whole[order]
+        columns = [
+            whole.get_column(k).cast(pl.Float64)
+            if k in whole.columns
+            else pl.repeat(None, whole.height, dtype=pl.Float64, eager=True).alias(k)
+            for k in keys
+        ]
         if not columns:  # objects without keys: rows all the same
-            return pl.DataFrame({"_": np.zeros(rows.size)}).drop("_"), rows
-        return pl.DataFrame(columns), rows
+            return _empty(rows.size).drop(_HEIGHT), rows
+        return pl.DataFrame(columns, schema=schema), rows
+
+
+def _empty(height: int) -> pl.DataFrame:
+    return pl.DataFrame({_HEIGHT: np.full(height, np.nan)})
 
 
 def decode(payload: pl.Series) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
