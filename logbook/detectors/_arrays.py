@@ -52,10 +52,10 @@ def rows_of(frame: pl.DataFrame | dict[str, np.ndarray], y: np.ndarray) -> Rows:
     return Rows(y, *arrays)
 
 
-def log_values(frame: pl.DataFrame, column: str, magnitude: bool = False) -> np.ndarray:
+def log_values(col: pl.Series, magnitude: bool = False) -> np.ndarray:
     """log of the column where it is finite and > 0 (with ``magnitude``: log |x| where
     it is non-zero); NaN elsewhere, nulls included."""
-    x = frame.get_column(column).cast(pl.Float64).fill_null(np.nan).to_numpy()
+    x = col.cast(pl.Float64).fill_null(np.nan).to_numpy()
     if magnitude:
         x = np.abs(x)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -93,12 +93,16 @@ def block_noise(y: np.ndarray, lineage: np.ndarray, block: int) -> np.ndarray:
 def _block_noise(y: np.ndarray, block: int) -> np.ndarray:
     if y.size < 2:
         return np.full(y.size, np.nan)
-    ad = np.abs(np.diff(y, prepend=y[0]))  # ad[i] = |y[i] - y[i-1]|
+    ad = np.empty_like(y)  # ad[i] = |y[i] - y[i-1]|
+    np.subtract(y[1:], y[:-1], out=ad[1:])
+    np.abs(ad, out=ad)
     ad[0] = ad[1]
     full = ad.size // block
-    meds = list(np.median(ad[: full * block].reshape(full, block), axis=1)) if full else []
+    # (one median per row of a fixed-width polars array: faster than numpy's)
+    meds = [pl.Series(ad[: full * block]).reshape((full, block)).arr.median().to_numpy()]
     if ad.size > full * block:
-        meds.append(float(np.median(ad[full * block :])))
+        meds.append(np.array([np.median(ad[full * block :])]))
+    meds = np.concatenate(meds)
     out = np.repeat(np.concatenate(([np.nan], meds[:-1])), block)[: y.size]  # block b-1's
     head = min(block, y.size)  # the first block: the differences before each row
     first = pl.Series(ad[1:head]).rolling_median(block, min_samples=1).to_numpy()
@@ -119,7 +123,7 @@ def prev_window_median(
     out = np.full(y.size, np.nan)
     for lo, hi in spans(lineage):
         part = y[lo:hi]
-        prev_min = pl.Series(part).rolling_min(window, min_samples=1).shift(1).to_numpy()
+        prev_min = prev_window_min(part, window)
         with np.errstate(invalid="ignore"):
             cand = np.flatnonzero(part - prev_min >= rise[lo:hi])
         if cand.size * 3 > part.size:
@@ -139,6 +143,31 @@ def prev_window_median(
     return out
 
 
+def prev_window_min(x: np.ndarray, window: int) -> np.ndarray:
+    """Minimum of the previous ``window`` values of ``x`` (fewer at the start; NaN for
+    the first row), in O(n): the minimum over a window ending at row ``j`` is that of the
+    block suffix where it starts and the block prefix where it ends (blocks of
+    ``window`` rows)."""
+    n = x.size
+    out = np.full(n, np.nan)
+    if n < 2:
+        return out
+    blocks = -(-n // window)
+    padded = np.full(blocks * window, np.inf)
+    padded[:n] = x
+    grid = padded.reshape(blocks, window)
+    prefix = np.minimum.accumulate(grid, axis=1).ravel()
+    suffix = np.empty_like(grid)  # written back to front, read front to back
+    np.minimum.accumulate(grid[:, ::-1], axis=1, out=suffix[:, ::-1])
+    suffix = suffix.ravel()
+    # row i + 1 gets the minimum of the window ending at row i: the block prefix up to
+    # row i, and from row window on the suffix of the block where the window starts
+    out[1:] = prefix[: n - 1]
+    if n - 1 > window:
+        np.minimum(suffix[1 : n - window], prefix[window : n - 1], out=out[window + 1 :])
+    return out
+
+
 def prev_median(y: np.ndarray, i: int, lo: int, window: int) -> float:
     """Median of the ``window`` values before row ``i`` (not before row ``lo``)."""
     return float(np.median(y[max(lo, i - window) : i])) if i > lo else float("nan")
@@ -148,16 +177,26 @@ def _rolling_mean(x: np.ndarray, k: int) -> np.ndarray:
     """Mean of the last ``k`` values (NaN for the first k-1 rows)."""
     out = np.full(x.size, np.nan)
     if x.size >= k:
-        c = np.cumsum(np.concatenate(([0.0], x)))
-        out[k - 1 :] = (c[k:] - c[:-k]) / k
+        c = np.cumsum(x)
+        out[k - 1] = c[k - 1]
+        np.subtract(c[k:], c[:-k], out=out[k:])
+        out[k - 1 :] /= k
     return out
 
 
 def _median3(x: np.ndarray) -> np.ndarray:
     """Running median of three (the first rows repeat the first value)."""
-    b = np.concatenate((x[:1], x[:-1]))
-    c = np.concatenate((x[:1], x[:1], x[:-2]))[: x.size]
-    return np.maximum(np.minimum(x, b), np.minimum(np.maximum(x, b), c))
+    if x.size < 3:
+        b = np.concatenate((x[:1], x[:-1]))
+        c = np.concatenate((x[:1], x[:1], x[:-2]))[: x.size]
+        return np.maximum(np.minimum(x, b), np.minimum(np.maximum(x, b), c))
+    out = np.empty_like(x)
+    out[:2] = _median3(x[:2])
+    a, b, c = x[2:], x[1:-1], x[:-2]  # each row, the one before, the one before that
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    np.minimum(hi, c, out=hi)
+    np.maximum(lo, hi, out=out[2:])
+    return out
 
 
 def smooth_level(y: np.ndarray, lineage: np.ndarray, k: int) -> np.ndarray:

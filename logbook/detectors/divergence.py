@@ -47,7 +47,7 @@ class Config(DetectorConfig):
 
 
 def detect(ctx: Context, cfg: Config) -> list[Finding]:
-    if "loss" not in ctx.frame.columns or ctx.frame.height == 0:
+    if "loss" not in ctx.columns or ctx.height == 0:
         return []
     return _rising(ctx, cfg) + _nonfinite(ctx, cfg)
 
@@ -109,12 +109,11 @@ def _rising_finding(rows, i0: int, i1: int, alarm: int, r, level) -> Finding:
 
 
 def _nonfinite(ctx: Context, cfg: Config) -> list[Finding]:
-    f = ctx.frame
-    col = f.get_column("loss")
+    col = ctx.column("loss")
     null = col.is_null().to_numpy()
     bad = ~null & ~np.isfinite(col.fill_null(0.0).to_numpy())
-    lineage = f.get_column("lineage").to_numpy()
-    step, segment = f.get_column("step").to_numpy(), f.get_column("segment").to_numpy()
+    lineage = ctx.column("lineage").to_numpy()
+    step, segment = ctx.column("step").to_numpy(), ctx.column("segment").to_numpy()
     missing = _missing_losses(ctx)
     out = []
     for lo, hi in spans(lineage):
@@ -126,7 +125,7 @@ def _nonfinite(ctx: Context, cfg: Config) -> list[Finding]:
                 break
             first = i
         n = hi - first
-        if n < cfg.nonfinite_records or not f.get_column("report")[first:hi].any():
+        if n < cfg.nonfinite_records or not ctx.column("report")[first:hi].any():
             continue
         out.append(
             _nonfinite_finding(

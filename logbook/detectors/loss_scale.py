@@ -67,13 +67,12 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
 def _prepared(ctx: Context, cfg: Config) -> pl.DataFrame:
     """The records where the scale changes or iterations were skipped (a few hundred in
     a long run), with the fall from the window's maximum and the skips in the window."""
-    f = ctx.frame
-    step, lineage = f.get_column("step").to_numpy(), f.get_column("lineage").to_numpy()
-    scale = f.get_column("loss_scale").cast(pl.Float64).fill_null(np.nan).to_numpy()
-    skipped = np.zeros(f.height, dtype=np.int64)
-    if "skipped" in f.columns:
-        skipped = f.get_column("skipped").fill_null(0).cast(pl.Int64).to_numpy()
-    skipped = np.maximum(skipped, _event_skips(ctx, step, f.get_column("segment").to_numpy()))
+    step, lineage = ctx.column("step").to_numpy(), ctx.column("lineage").to_numpy()
+    scale = ctx.column("loss_scale").cast(pl.Float64).fill_null(np.nan).to_numpy()
+    skipped = np.zeros(ctx.height, dtype=np.int64)
+    if "skipped" in ctx.columns:
+        skipped = ctx.column("skipped").fill_null(0).cast(pl.Int64).to_numpy()
+    skipped = np.maximum(skipped, _event_skips(ctx, step, ctx.column("segment").to_numpy()))
     ok = np.isfinite(scale) & (scale > 0)
     if step.size and step[0] <= max(10, ctx.interval):  # trained from scratch: start-up
         ok &= step > cfg.startup_steps
@@ -81,7 +80,7 @@ def _prepared(ctx: Context, cfg: Config) -> pl.DataFrame:
     v, lin = scale[idx], lineage[idx]
     change = np.concatenate(([True], (v[1:] != v[:-1]) | (lin[1:] != lin[:-1])))
     kept = idx[change | (skipped[idx] > 0)]
-    df = f[kept].select("lineage", "report", "step", "segment", "loss_scale")
+    df = ctx.select(["lineage", "report", "step", "segment", "loss_scale"])[kept]
     df = df.with_columns(pl.Series("skipped", skipped[kept]))
     ls = pl.col("loss_scale")
     window = f"{cfg.window_steps}i"

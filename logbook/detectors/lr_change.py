@@ -52,14 +52,13 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
 
 
 def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
-    f = ctx.frame
-    lr = f.get_column("lr").cast(pl.Float64).fill_null(np.nan).to_numpy()
-    keep = (f.get_column("lineage").to_numpy() == 0) & np.isfinite(lr) & (lr > 0)
+    lr = ctx.column("lr").cast(pl.Float64).fill_null(np.nan).to_numpy()
+    keep = (ctx.column("lineage").to_numpy() == 0) & np.isfinite(lr) & (lr > 0)
     lr = lr[keep]
     if lr.size < 2:
         return []
-    step = f.get_column("step").to_numpy()[keep]
-    age = f.get_column("restart_age").to_numpy()[keep]
+    step = ctx.column("step").to_numpy()[keep]
+    age = ctx.column("restart_age").to_numpy()[keep]
     prev = np.concatenate(([np.nan], lr[:-1]))
     dstep = np.concatenate(([np.nan], np.diff(step).astype(float)))
     s = (lr - prev) / dstep  # slope per step since the previous record
@@ -77,7 +76,7 @@ def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
         ended = np.maximum.accumulate(lr <= prev)
         warm = ~ended & (lr > prev) & (age > 0)
         hits = np.flatnonzero((u >= cfg.min_rel_change) & ~warm)
-    segment = f.get_column("segment").to_numpy()[keep]
+    segment = ctx.column("segment").to_numpy()[keep]
     return [
         _finding(
             {

@@ -44,9 +44,9 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
 
 
 def _median_step_time(ctx: Context) -> float | None:
-    f = ctx.frame
-    if "step_time_s" in f.columns:
-        v = f.get_column("step_time_s").filter(f.get_column("step_time_s").is_finite()).median()
+    if "step_time_s" in ctx.columns:
+        col = ctx.column("step_time_s")
+        v = col.filter(col.is_finite()).median()
         if v is not None:
             return float(v)
     return None

@@ -47,9 +47,8 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
 
 
 def _hangs(ctx: Context, cfg: Config) -> list[Finding]:
-    d = ctx.frame.filter(pl.col("time").is_not_null()).select(
-        "lineage", "report", "step", "segment", "time"
-    )
+    d = ctx.select(["lineage", "report", "step", "segment", "time"])
+    d = d.filter(pl.col("time").is_not_null())
     same = (pl.col("segment") == pl.col("segment").shift(1)).over("lineage")
     dt = (pl.col("time").diff().dt.total_microseconds() / 1e6).over("lineage")
     dstep = pl.col("step").diff().over("lineage")

@@ -49,30 +49,36 @@ class Config(TrendConfig):
 def detect(ctx: Context, cfg: Config):
     if ctx.run.meta.format in cfg.skip_formats:
         return []
-    t = _time_per_step(ctx, cfg)
-    if t is None:
+    values = _time_per_step(ctx, cfg)
+    if values is None:
         return []
-    f = ctx.frame
-    values = f.select(t.cast(pl.Float64).fill_null(np.nan)).to_series().to_numpy()
-    warm = ctx.rows_from(np.zeros(f.height)).age >= cfg.restart_grace
+    warm = ctx.rows_from(np.zeros(ctx.height)).age >= cfg.restart_grace
     with np.errstate(divide="ignore", invalid="ignore"):
         y = np.where(warm & (values > 0), np.log(np.where(values > 0, values, 1.0)), np.nan)
     eps = trend_episodes(ctx.rows_from(y), cfg)
     return [_finding(r) for r in eps.iter_rows(named=True)]
 
 
-def _time_per_step(ctx: Context, cfg: Config) -> pl.Expr | None:
+def _time_per_step(ctx: Context, cfg: Config) -> np.ndarray | None:
+    """Seconds per step (per sample), one value per frame row (NaN where unknown)."""
     if ctx.has(cfg.column):
-        t = pl.col(cfg.column)
+        t = _floats(ctx.column(cfg.column))
     elif ctx.has("time"):
         same = (pl.col("segment") == pl.col("segment").shift(1)).over("lineage")
         dt = (pl.col("time").diff().dt.total_microseconds() / 1e6).over("lineage")
-        t = pl.when(same).then(dt / pl.col("step").diff().over("lineage")).otherwise(None)
+        per_step = pl.when(same).then(dt / pl.col("step").diff().over("lineage"))
+        f = ctx.select(["time", "step", "segment", "lineage"])
+        t = _floats(f.select(per_step.otherwise(None)).to_series())
     else:
         return None
     if cfg.per_sample and ctx.has("batch_size"):
-        t = t / pl.col("batch_size")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = t / _floats(ctx.column("batch_size"))
     return t
+
+
+def _floats(col: pl.Series) -> np.ndarray:
+    return col.cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
 def _finding(r: dict):
