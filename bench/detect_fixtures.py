@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from logbook.atomic import atomic_open
 from logbook.parsed import Parsed
 from logbook.run import Run, RunMeta
 from logbook.schema import Restart, Source
@@ -132,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
         run = make()
         run.write(out / f"{name}.jsonl")
         lines = [json.dumps(finding_json(f)) for f in detect(run)]
-        (out / f"{name}.expected.jsonl").write_text("".join(x + "\n" for x in lines))
+        with atomic_open(out / f"{name}.expected.jsonl", "w") as fh:
+            fh.write("".join(x + "\n" for x in lines))
         print(f"{name}: {run.metrics.height} records, {len(lines)} findings")
 
 

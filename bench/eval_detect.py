@@ -32,6 +32,7 @@ from bench._eval_match import (
 )
 from bench.baselines import BASELINES
 from bench.gen_detect import generate, suite
+from logbook.atomic import atomic_open
 from logbook.detectors import detect
 from logbook.detectors._config import build_config
 
@@ -192,7 +193,8 @@ def write_section(text: str, path: Path = RESULTS) -> None:
         nxt = rest.find("\n## ")
         tail = rest[nxt:] if nxt >= 0 else ""
     body = head.rstrip("\n") + "\n\n## Detection\n\n" + text.strip() + "\n" + tail
-    path.write_text(body if body.endswith("\n") else body + "\n")
+    with atomic_open(path, "w") as fh:
+        fh.write(body if body.endswith("\n") else body + "\n")
 
 
 def seeds_report(seeds: list[int], config: dict) -> str:

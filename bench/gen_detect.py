@@ -29,6 +29,7 @@ import numpy as np
 
 from bench._gen_build import build_run
 from bench._gen_series import SLOT
+from logbook.atomic import atomic_open
 from logbook.run import Run
 
 
@@ -134,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     for spec in suite():
         run, labels = generate(spec)
         run.write(out / f"{spec.name}.jsonl")
-        (out / f"{spec.name}.labels.json").write_text(json.dumps(labels, indent=1) + "\n")
+        with atomic_open(out / f"{spec.name}.labels.json", "w") as fh:
+            fh.write(json.dumps(labels, indent=1) + "\n")
         print(f"{spec.name}: {run.metrics.height} records, {len(labels)} labels")
 
 

@@ -45,6 +45,7 @@ import polars as pl
 import parsers
 from bench import _baselines_parse as base
 from bench import gen_megatron, gen_metaseq
+from logbook.atomic import atomic_open
 from logbook.textio import read_lines
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -308,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + text)
     if args.json:
         rows = [{**r.__dict__, "path": str(r.path)} for r in results]
-        args.json.write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+        with atomic_open(args.json, "w") as fh:
+            fh.write(json.dumps(rows, indent=1, sort_keys=True) + "\n")
     failed = any(ok is False for r in results for *_, ok in _ratio_rows(r))
     return 1 if failed else 0
 

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from bench import gen_megatron
+from logbook.atomic import atomic_open
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
@@ -155,7 +156,8 @@ def write_section(body: str) -> None:
         text = head + section + ("\n" + tail if tail else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
-    RESULTS.write_text(text)
+    with atomic_open(RESULTS, "w") as fh:
+        fh.write(text)
 
 
 def main(argv: list[str] | None = None) -> None:

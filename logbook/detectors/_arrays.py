@@ -113,17 +113,18 @@ def _block_noise(y: np.ndarray, block: int) -> np.ndarray:
 def prev_window_median(
     y: np.ndarray, lineage: np.ndarray, window: int, min_rise: float | np.ndarray
 ) -> np.ndarray:
-    """Median of the previous ``window`` values of ``y`` in the same lineage, at the rows
-    that are at least ``min_rise`` above the smallest of those values (elsewhere NaN:
-    such a row cannot be ``min_rise`` above the median either). A rolling minimum finds
-    the candidate rows; their medians come from a sliding-window view, or, when a third
-    of the rows or more are candidates, from one rolling median of every row.
-    ``min_rise`` may be one value per row."""
+    """Median of the previous ``window`` values of ``y`` in the same lineage, at least at
+    the rows that are ``min_rise`` or more above the smallest of those values (NaN at
+    rows that are not ``min_rise`` above a lower bound of that smallest value: such a row
+    cannot be ``min_rise`` above the median either). The bound finds the candidate rows;
+    their medians come from a sliding-window view, or, when a third of the rows or more
+    are candidates, from one rolling median of every row. ``min_rise`` may be one value
+    per row."""
     rise = np.broadcast_to(np.asarray(min_rise, dtype=float), y.shape)
     out = np.full(y.size, np.nan)
     for lo, hi in spans(lineage):
         part = y[lo:hi]
-        prev_min = prev_window_min(part, window)
+        prev_min = prev_window_floor(part, window)
         with np.errstate(invalid="ignore"):
             cand = np.flatnonzero(part - prev_min >= rise[lo:hi])
         if cand.size * 3 > part.size:
@@ -143,11 +144,10 @@ def prev_window_median(
     return out
 
 
-def prev_window_min(x: np.ndarray, window: int) -> np.ndarray:
-    """Minimum of the previous ``window`` values of ``x`` (fewer at the start; NaN for
-    the first row), in O(n): the minimum over a window ending at row ``j`` is that of the
-    block suffix where it starts and the block prefix where it ends (blocks of
-    ``window`` rows)."""
+def prev_window_floor(x: np.ndarray, window: int) -> np.ndarray:
+    """A lower bound of the minimum of the previous ``window`` values of ``x`` (NaN for
+    the first row), in one pass: the smaller minimum of the two blocks of ``window``
+    rows (aligned at the start) that hold the window, which the window never leaves."""
     n = x.size
     out = np.full(n, np.nan)
     if n < 2:
@@ -155,16 +155,10 @@ def prev_window_min(x: np.ndarray, window: int) -> np.ndarray:
     blocks = -(-n // window)
     padded = np.full(blocks * window, np.inf)
     padded[:n] = x
-    grid = padded.reshape(blocks, window)
-    prefix = np.minimum.accumulate(grid, axis=1).ravel()
-    suffix = np.empty_like(grid)  # written back to front, read front to back
-    np.minimum.accumulate(grid[:, ::-1], axis=1, out=suffix[:, ::-1])
-    suffix = suffix.ravel()
-    # row i + 1 gets the minimum of the window ending at row i: the block prefix up to
-    # row i, and from row window on the suffix of the block where the window starts
-    out[1:] = prefix[: n - 1]
-    if n - 1 > window:
-        np.minimum(suffix[1 : n - window], prefix[window : n - 1], out=out[window + 1 :])
+    block_min = padded.reshape(blocks, window).min(axis=1)
+    pair = block_min.copy()  # blocks b - 1 and b: the window of a row whose last value is in b
+    np.minimum(pair[1:], block_min[:-1], out=pair[1:])
+    out[1:] = np.repeat(pair, window)[: n - 1]
     return out
 
 
