@@ -71,7 +71,6 @@ class Decoded:
         # a frame without columns (objects without keys) still counts its rows
         frames = [f if f.width else _empty(r.size) for f, r in self.parts]
         self.parts = []
-        # (the frames hold no copy of each other: concatenating them copies nothing)
         whole = pl.concat(frames, how="diagonal_relaxed")
         if rows.size > 1 and (np.diff(rows) < 0).any():
             order = np.argsort(rows, kind="stable")
@@ -84,7 +83,8 @@ class Decoded:
         ]
         if not columns:  # objects without keys: rows all the same
             return _empty(rows.size).drop(_HEIGHT), rows
-        return pl.DataFrame(columns, schema=schema), rows
+        # one chunk a column (once here, rather than in every query that reads them)
+        return pl.DataFrame(columns, schema=schema).rechunk(), rows
 
 
 def _empty(height: int) -> pl.DataFrame:
