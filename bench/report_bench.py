@@ -145,10 +145,10 @@ def table(r: dict) -> str:
     )
 
 
-def write_section(body: str) -> None:
+def write_section(body: str, command: str = "python -m bench.report_bench") -> None:
     """Replace (or append) the ``## Report`` section of RESULTS.md, leaving the others."""
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    section = f"{SECTION}\n\n`python -m bench.report_bench`\n\n{body}\n"
+    section = f"{SECTION}\n\n`{command}`\n\n{body}\n"
     if SECTION in text:
         head, rest = text.split(SECTION, 1)
         nxt = rest.find("\n## ")
@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     body = table(result)
     print(body)
     if args.write_results:
-        write_section(body)
+        given = sys.argv[1:] if argv is None else argv
+        write_section(body, " ".join(["python -m bench.report_bench", *given]))
         print(f"updated {RESULTS.relative_to(ROOT)}")
 
 
