@@ -246,7 +246,7 @@ def speed_report(log: Path | None) -> str:
     run, _ = generate(spec)
     lines = [
         f"Speed: synthetic run of {run.metrics.height:,} records (loss, lr, grad norm, loss "
-        f"scale, skips, step time; 3 restarts): detection {_cpu(lambda: detect(run)):.3f} s."
+        f"scale, skips, step time; 3 restarts): detection {_cpu(lambda: detect(run)):.3f} CPU s."
     ]
     if log is not None:
         from parsers import read_log
@@ -255,8 +255,9 @@ def speed_report(log: Path | None) -> str:
         raw = read_log(log)
         took = _cpu(lambda: detect(raw))
         lines.append(
-            f"`{log.name}` ({raw.metrics.height:,} records): parse {parse:.2f} s, detection "
-            f"{took:.2f} s = {took / parse:.0%} of the parse time."
+            f"`{log.name}` ({raw.metrics.height:,} records): parse {parse:.2f} CPU s, "
+            f"detection {took:.2f} CPU s = {took / parse:.0%} of the parse CPU time (wall "
+            "time: `bench.detect_vs_parse`)."
         )
     return "\n".join(lines)
 
