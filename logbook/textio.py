@@ -105,6 +105,8 @@ def _read_all(p: Path) -> np.ndarray:
                 )
             except (OSError, ValueError):
                 pass  # (a file system without mmap: read a copy)
+        if not hasattr(os, "preadv"):  # (not on every platform)
+            return np.frombuffer(fh.read(), dtype=np.uint8)
         buf = _anonymous(size)
         view = memoryview(buf)
         fd = fh.fileno()
