@@ -18,6 +18,7 @@ The number formatters and the step/curve plan are shared with ``gen_metaseq``.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -322,14 +323,19 @@ def generate(path: str | Path, records: int, variant: str = "deepspeed", seed: i
     return write(path, lines(records, variant, seed))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli(description: str, variants: tuple[str, ...], default: str, make: Callable) -> None:
+    """The command line of a log generator: ``--records --variant --seed -o OUT``."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--variant", choices=VARIANTS, default="deepspeed")
+    ap.add_argument("--variant", choices=variants, default=default)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("-o", "--out", required=True)
     a = ap.parse_args()
-    print(generate(a.out, a.records, a.variant, a.seed))
+    print(make(a.out, a.records, a.variant, a.seed))
+
+
+def main() -> None:
+    cli(__doc__.splitlines()[0], VARIANTS, "deepspeed", generate)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ like ``gen_megatron``.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ from bench.gen_megatron import (
     NOISE_RATE,
     SAVE_INTERVAL,
     Plan,
+    cli,
     curves,
     general,
     ints,
@@ -188,13 +188,7 @@ def generate(path: str | Path, records: int, variant: str = "plain", seed: int =
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--variant", choices=VARIANTS, default="plain")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("-o", "--out", required=True)
-    a = ap.parse_args()
-    print(generate(a.out, a.records, a.variant, a.seed))
+    cli(__doc__.splitlines()[0], VARIANTS, "plain", generate)
 
 
 if __name__ == "__main__":

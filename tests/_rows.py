@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+import parsers
 from logbook.run import Run
+from logbook.schema import event_to_dict
 from logbook.segments import stitch
 from logbook.textio import read_lines, split_lines
 
@@ -52,3 +54,22 @@ def parse_accounted(parser: ModuleType, text: str, name: str = "x.log"):
     parsed = parser.parse(lines, name)
     assert_lines_accounted(parsed, lines.height)
     return parsed
+
+
+def files_run(tmp_path: Path, *texts: str) -> Run:
+    """The run read from one log file per text (job0.log, job1.log, ...), stitched."""
+    paths = []
+    for i, text in enumerate(texts):
+        p = tmp_path / f"job{i}.log"
+        p.write_text(text)
+        paths.append(p)
+    return parsers.read_log(paths)
+
+
+def events_of(run_or_parsed, kind: str) -> list[dict]:
+    """The events of one kind as dicts, without their source and text."""
+    out = [event_to_dict(e) for e in run_or_parsed.events if e.kind == kind]
+    for d in out:
+        d.pop("source", None)
+        d.pop("text", None)
+    return out

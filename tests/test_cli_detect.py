@@ -6,25 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from logbook import cli
 from logbook.cli_detect import REQUIRED_KEYS
 from logbook.run import Run
+from tests._cli import invoke
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "detect"
 CASES = sorted(
     p.name[: -len(".jsonl")] for p in FIXTURES.glob("*.jsonl") if ".expected" not in p.name
 )
-
-
-def invoke(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["logbook", *args])
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_fixtures_are_there():

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import parsers
-from logbook.schema import event_to_dict
 from logbook.textio import split_lines
 from parsers import megatron
+from tests._rows import events_of as events
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "megatron"
@@ -35,23 +35,6 @@ def rec(step: int, loss: str = "2.500000E+00", scale: str = "1024.0") -> str:
 def parse_text(text: str):
     lines, _ = split_lines(text.encode())
     return megatron.parse(lines, "x.log")
-
-
-def run_of(tmp_path: Path, *texts: str):
-    paths = []
-    for i, text in enumerate(texts):
-        p = tmp_path / f"job{i}.log"
-        p.write_text(text)
-        paths.append(p)
-    return parsers.read_log(paths)
-
-
-def events(run_or_parsed, kind: str) -> list[dict]:
-    out = [event_to_dict(e) for e in run_or_parsed.events if e.kind == kind]
-    for d in out:
-        d.pop("source", None)
-        d.pop("text", None)
-    return out
 
 
 # ---- fixtures ------------------------------------------------------------------------

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import parsers
 from logbook.schema import event_to_dict
 from logbook.segments import order_parts, stitch
 from logbook.textio import split_lines
 from parsers import megatron
+from tests._rows import events_of as events
+from tests._rows import files_run as run_of
 
 REC = (
     " iteration {step:8d}/    1000 | consumed samples: {samples:12d} | elapsed time per "
@@ -30,23 +31,6 @@ NCCL = (
 
 def recs(*steps: int, scale: str = "1024.0") -> str:
     return "".join(REC.format(step=s, samples=32 * s, scale=scale) + "\n" for s in steps)
-
-
-def run_of(tmp_path: Path, *texts: str):
-    paths = []
-    for i, text in enumerate(texts):
-        p = tmp_path / f"job{i}.log"
-        p.write_text(text)
-        paths.append(p)
-    return parsers.read_log(paths)
-
-
-def events(run, kind: str) -> list[dict]:
-    out = [event_to_dict(e) for e in run.events if e.kind == kind]
-    for d in out:
-        d.pop("source", None)
-        d.pop("text", None)
-    return out
 
 
 def segments(run) -> list[tuple[int, int]]:

@@ -17,21 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from logbook import cli
+from tests._cli import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIKE = 40  # first step at the too-high learning rate
-
-
-def invoke(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["logbook", *args])
-    try:
-        cli.main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 0
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def train_hf(out: Path) -> None:
