@@ -109,6 +109,7 @@ class LrChange(EventBase):
     old: float | None = None
     new: float | None = None
     manual: bool | None = None  # True: set by hand (override, relaunch); False: schedule
+    factor: float | None = None  # new / old, where only the ratio is known ("by 10%")
 
 
 class LossScaleChange(EventBase):

@@ -160,14 +160,49 @@ def lr_changes(text: str, entry: bool) -> list[Found]:
         verb = _VERB_BEFORE.search(before) or _VERB_AFTER.search(after)
         direct = _direct(after)
         adj = entry and _ADJ_BEFORE.search(before)
-        relative = re.search(r"\bby\s+\d+(?:\.\d+)?\s*%|\bto\s+(?:\d+/\d+|half|a third)\b", after)
-        if not (verb or adj or relative or direct is not None or (entry and pairs)):
+        factor = _factor(before, after)
+        if not (verb or adj or factor or direct is not None or (entry and pairs)):
             continue
         if direct is not None and not pairs:
             pairs = [(None, direct)]
         old, new = pairs[-1] if pairs else (None, None)
-        out.append(Found("lr_change", m.start(), _lr_fields(old, new)))
+        fields = _lr_fields(old, new)
+        if factor and not ("old" in fields and "new" in fields):  # (else new/old says it)
+            fields["factor"] = factor
+        out.append(Found("lr_change", m.start(), fields))
     return out
+
+
+_DOWN = re.compile(r"\b(?:lower|reduc|decreas|cut|drop|shr[iu]nk)\w*", re.I)
+_UP = re.compile(r"\b(?:rais|increas|bump|boost)\w*", re.I)
+_FRACTIONS = {"half": 1 / 2, "a half": 1 / 2, "a third": 1 / 3, "a quarter": 1 / 4}
+
+
+def _factor(before: str, after: str) -> float | None:
+    """new / old when the text gives only the ratio of a learning-rate change:
+    ``lowered ... by 10%`` (0.9), ``raised by 20%`` (1.2), ``cut by 2x`` / ``by a factor of
+    2`` (0.5), ``to 2/3 (of ...)`` (0.667), ``to half``, ``halved`` (0.5), ``doubled`` (2)."""
+    near = before[-30:] + " " + after[:40]
+    down, up = _DOWN.search(near), _UP.search(near)
+    m = re.search(r"\bby\s+(\d+(?:\.\d+)?)\s*%", after)
+    if m and (down or up) and not (down and up):
+        pct = float(m.group(1)) / 100
+        return round(1 - pct, 6) if down else round(1 + pct, 6)
+    m = re.search(r"\bby\s+(?:a\s+factor\s+of\s+)?(\d+(?:\.\d+)?)\s*(?:x|×|times)?\b", after)
+    if m and re.search(r"factor|x|×|times", m.group(0)) and (down or up) and not (down and up):
+        k = float(m.group(1))
+        return (round(1 / k, 6) if down else k) if k > 0 else None
+    m = re.search(r"\bto\s+(\d+)\s*/\s*(\d+)\b", after)
+    if m and int(m.group(2)) > 0:
+        return round(int(m.group(1)) / int(m.group(2)), 6)
+    m = re.search(r"\bto\s+(a half|half|a third|a quarter)\b", after, re.I)
+    if m:
+        return round(_FRACTIONS[m.group(1).lower()], 6)
+    if re.search(r"\bhalv(?:e|ed|es|ing)\b", near, re.I):
+        return 0.5
+    if re.search(r"\bdoubl(?:e|ed|es|ing)\b", near, re.I):
+        return 2.0
+    return None
 
 
 def config_changes(text: str, entry: bool) -> list[Found]:

@@ -132,7 +132,7 @@ def _finding(r: dict) -> Finding:
 
 
 def _from_event(e: LrChange) -> Finding:
-    ratio = e.new / e.old if e.old and e.new is not None else None
+    ratio = e.new / e.old if e.old and e.new is not None else e.factor
     manual = bool(e.manual)
     return finding(
         "lr_change",
@@ -142,7 +142,11 @@ def _from_event(e: LrChange) -> Finding:
         start_step=e.step,
         end_step=e.step,
         score=abs(math.log(ratio)) if ratio else None,
-        message=f"learning rate {fmt(e.old)} -> {fmt(e.new)} at step {e.step} (from the log)",
+        message=(
+            f"learning rate {fmt(e.old)} -> {fmt(e.new)} at step {e.step} (from the log)"
+            if e.old is not None or e.new is not None or ratio is None
+            else f"learning rate x{ratio:.3g} at step {e.step} (from the log)"
+        ),
         segment=e.segment,
         evidence={"old": e.old, "new": e.new, "ratio": ratio, "manual": e.manual},
     )
