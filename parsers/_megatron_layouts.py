@@ -13,7 +13,6 @@ guessed at.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -31,7 +30,6 @@ from parsers._megatron_lines import PREFIX, vx
 MAX_LAYOUTS = 16
 MAX_FIELDS = 64
 ITERATION = "\0iteration"  # layout mark of the ``iteration N/ M`` piece
-_OK = "_fits"  # column of whether a record fits the layout read
 _STAMP = r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]"
 _ITERATION_PIECE = re.compile(PREFIX + r"iteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*$")
 _STEP_TAIL = vx(r"(\d+)\s*$")
@@ -61,17 +59,14 @@ def read_fields(body: pl.Series) -> pl.DataFrame:
         layout = _layout(remaining.row(0, named=True), MAX_FIELDS)
         if layout is None:
             break
-        # the values are read on every open record along with the check of the layout
-        # (one pass); they are kept where most records fit
-        read = _read(remaining, layout)
-        ok = read.fast.get_column(_OK)
+        ok = remaining.select(_fits(layout)).to_series()
         n_ok = int(ok.sum())
         if n_ok == remaining.height:
-            out.append(_finish(read, None))
+            out.append(_values(remaining, layout, None))
             remaining = remaining.clear()
             break
         if n_ok >= _READ_ALL * remaining.height:
-            got = _finish(read, ok)
+            got = _values(remaining, layout, ok)
             if base is None and not out and got.height == n:
                 base = got  # the other layouts' records are written over it
             else:
@@ -166,29 +161,15 @@ def _fits(layout: Layout) -> pl.Expr:
     return pl.all_horizontal(conds)
 
 
-@dataclass
-class _Read:
-    """A layout's values cast on all rows of ``parts`` (``fast``, with ``_OK``: whether
-    the row fits the layout), the value texts by key (``raw``) and their pieces."""
-
-    parts: pl.DataFrame
-    fast: pl.DataFrame
-    raw: dict[str, pl.Expr]
-
-
 def _values(parts: pl.DataFrame, layout: Layout, ok: pl.Series | None) -> pl.DataFrame:
-    """One layout's records typed (see :func:`_finish`); ``ok`` as there."""
-    return _finish(_read(parts, layout), ok)
-
-
-def _read(parts: pl.DataFrame, layout: Layout) -> _Read:
-    """Each value sliced off its piece and cast, and the layout checked, in one pass."""
+    """One layout's records typed: each value sliced off its piece and cast in one go;
+    only a column with values the cast could not read takes a second, slower look.
+    ``ok`` (when given) marks the rows of ``parts`` that fit the layout: the values are
+    read on all rows in one pass; the frame keeps every row of ``parts`` (the others
+    hold what the layout made of them) unless a column needed the second look, then
+    only the fitting ones."""
     nb, pieces = layout
-    exprs = [
-        pl.col("_idx"),
-        (pl.col(f"field_{nb}").str.strip_chars() != "").alias("_cut"),
-        _fits(layout).alias(_OK),
-    ]
+    exprs = [pl.col("_idx"), (pl.col(f"field_{nb}").str.strip_chars() != "").alias("_cut")]
     raw: dict[str, pl.Expr] = {}
     step_piece = None
     for j, prefix in pieces:
@@ -209,17 +190,7 @@ def _read(parts: pl.DataFrame, layout: Layout) -> _Read:
     if step_piece is not None:
         fast = _exact_steps(fast, parts.get_column(step_piece))
     loss = [k for k in raw if column_name(k) == "loss"]
-    return _Read(parts, fast.with_columns(_loss_absent=pl.lit(not loss)), raw)
-
-
-def _finish(read: _Read, ok: pl.Series | None) -> pl.DataFrame:
-    """One layout's records typed: only a column with values the cast could not read
-    takes a second, slower look. ``ok`` (when given) marks the rows that fit the
-    layout; the frame keeps every row read (the others hold what the layout made of
-    them) unless a column needed the second look, then only the fitting ones. When
-    ``ok`` is None, all rows fit."""
-    parts, raw = read.parts, read.raw
-    fast = read.fast.drop(_OK)
+    fast = fast.with_columns(_loss_absent=pl.lit(not loss))
     # a value is there for every record of the layout: a null is a value the cast missed
     missed = [k for k in raw if _nulls(fast, k, ok)]
     if missed:
