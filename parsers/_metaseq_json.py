@@ -9,8 +9,6 @@ kind is read off the keys (``valid_loss`` -> validation, ``train_loss`` -> summa
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import polars as pl
 
@@ -27,16 +25,15 @@ _OFFSETS = 16  # payload offsets cut one by one (see _payloads)
 
 
 def find(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The JSON progress lines: the training records (``line``, ``payload``, ``text``;
-    their times: :func:`record_times`), and the others (``line``, ``text``, ``tag``,
-    ``payload``, ``time``), in line order.
+    """The JSON progress lines: the training records (``line``, ``payload``, ``time``),
+    and the others (``line``, ``text``, ``tag``, ``payload``, ``time``), in line order.
 
     The records are most of a log: their text is cut once and not copied around."""
     mark = pl.col("text").str.find(MARK, literal=True).alias("pos")
     pos = in_parts(lines.select("text"), lambda lf: lf.select(mark)).to_series()
     found = pos.is_not_null()
     records = lines.filter(found).with_columns((pos.filter(found) + len(MARK) - 1).alias("start"))
-    inner = _payloads(records).with_columns(records.get_column("text"))
+    inner = _payloads(records).with_columns(read_times(records.get_column("text")))
     rest = lines.filter(~found)
     rest = rest.filter(pl.col("text").str.contains("{", literal=True))
     tagged = rest.with_columns(
@@ -55,11 +52,6 @@ def find(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if other.filter(is_record).height:  # fairseq's bare records
         inner = pl.concat([inner, other.filter(is_record).select(inner.columns)]).sort("line")
     return inner, other.filter(~is_record)
-
-
-def record_times(inner: pl.DataFrame) -> pl.Series:
-    """The logging time of each training record that :func:`find` found."""
-    return read_times(inner.get_column("text"))
 
 
 def _payloads(records: pl.DataFrame) -> pl.DataFrame:
@@ -93,16 +85,13 @@ def is_validation(tag: pl.Expr) -> pl.Expr:
     return tag.str.contains(_VALID)
 
 
-def decode_records(
-    found: pl.DataFrame, times: Callable[[], pl.Series]
-) -> tuple[pl.DataFrame, np.ndarray]:
+def decode_records(found: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
     """Decode record payloads into Float64 columns (``parsers._metaseq_records``) plus
-    ``line`` and ``time`` (``times()``: one per record, asked for once the payloads are
-    decoded); also the lines whose payload is not a JSON object (truncated,
-    corrupted). Keys ``line`` and ``time`` become ``line_value``..."""
+    ``line`` and ``time``; also the lines whose payload is not a JSON object
+    (truncated, corrupted). Keys ``line`` and ``time`` become ``line_value``..."""
     frame, rows, bad = mr.decode(found.get_column("payload"))
     frame = frame.rename({c: f"{c}_value" for c in ("line", "time") if c in frame.columns})
-    keep = pl.DataFrame([found.get_column("line"), times().alias("time")])
+    keep = found.select("line", "time")
     if rows.size != found.height:
         keep = keep[rows]
     frame = pl.concat([keep, frame], how="horizontal")

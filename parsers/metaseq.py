@@ -67,15 +67,12 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     repeats = inner.filter(again).get_column("line").to_numpy()
     inner = inner.filter(~again) if repeats.size else inner
     with ThreadPoolExecutor(max_workers=1) as pool:
-        # the records' times are read, and the other lines classified, while the
-        # records are decoded
-        times = pool.submit(mj.record_times, inner)
+        # the other lines are classified while the records are decoded
         early = pool.submit(_classify_others, lines, inner, other)
-        raw, bad = mj.decode_records(inner, times.result)
+        raw, bad = mj.decode_records(inner)
         classes = early.result()
     wrap_lines = np.zeros(0, dtype=np.int64)
     if bad.size:
-        inner = inner.with_columns(times.result().alias("time"))
         raw, bad, wrap_lines = _repair(raw, inner, bad, lines, other)
     metrics = to_metrics(raw)
     tag = pl.col("tag")
