@@ -71,12 +71,12 @@ def spans(lineage: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts.tolist(), ends.tolist(), strict=True))
 
 
-def lineage_bounds(lineage: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each row, the first and one-past-last row of its lineage."""
-    lo, hi = np.empty(lineage.size, dtype=np.int64), np.empty(lineage.size, dtype=np.int64)
-    for a, b in spans(lineage):
-        lo[a:b], hi[a:b] = a, b
-    return lo, hi
+def lineage_ends(lineage: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For each of ``rows``, one past the last row of its lineage."""
+    bounds = spans(lineage)
+    starts = np.array([a for a, _ in bounds], dtype=np.int64)
+    ends = np.array([b for _, b in bounds], dtype=np.int64)
+    return ends[np.searchsorted(starts, rows, side="right") - 1] if rows.size else rows
 
 
 def block_noise(y: np.ndarray, lineage: np.ndarray, block: int) -> np.ndarray:

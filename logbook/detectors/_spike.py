@@ -33,9 +33,9 @@ from pydantic import Field
 from logbook.detectors._arrays import (
     NOISE_BLOCK,
     Rows,
-    lineage_bounds,
     prev_median,
     prev_window_median,
+    spans,
 )
 from logbook.detectors._base import DetectorConfig, finding, fmt
 from logbook.detectors._frame import Context
@@ -106,36 +106,44 @@ def _arrays(rows: Rows, noise: np.ndarray, cfg: SpikeConfig) -> dict[str, np.nda
         "age": rows.age,
     }
     a["noise"] = np.clip(np.nan_to_num(noise, nan=cfg.min_noise), cfg.min_noise, cfg.max_noise)
-    a["lo"], a["hi"] = lineage_bounds(rows.lineage)
-    # ``cold`` rows (short history) use the strict rule
-    a["cold"] = np.arange(rows.size) - a["lo"] < cfg.min_history
+    bounds = spans(rows.lineage)
+    a["starts"] = np.array([lo for lo, _ in bounds], dtype=np.int64)
+    a["ends"] = np.array([hi for _, hi in bounds], dtype=np.int64)
     # the least rise over the baseline that can trigger; the baseline is NaN where the
-    # row cannot reach it (and at the first record)
+    # row cannot reach it (and at the first record). ``cold`` rows (the first
+    # ``min_history`` of a lineage: short history) use the strict rule.
     need = np.maximum(math.log(cfg.min_ratio), cfg.z * a["noise"])
-    need = np.where(a["cold"], math.log(cfg.single_record_ratio), need)
+    cold = np.zeros(rows.size, dtype=bool)
+    for lo, hi in bounds:
+        cold[lo : min(hi, lo + cfg.min_history)] = True
+        need[lo : min(hi, lo + cfg.min_history)] = math.log(cfg.single_record_ratio)
+    a["cold"] = cold
     a["base"] = prev_window_median(rows.y, rows.lineage, cfg.window, need)
     return a
 
 
 def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig) -> list[dict]:
     y, base, noise = a["y"], a["base"], a["noise"]
-    zf = np.where(a["age"] < cfg.restart_grace, cfg.restart_z_factor, 1.0)
-    with np.errstate(invalid="ignore"):
-        rise = y - base
-        warm = ~a["cold"] & (rise >= math.log(cfg.min_ratio)) & (rise >= cfg.z * zf * noise)
-        # too little history for a noise scale: only a jump of single_record_ratio counts
-        cold = a["cold"] & (rise >= math.log(cfg.single_record_ratio))
-        trig = a["report"] & (warm | cold)
-    lo, hi = a["lo"], a["hi"]
+    # only rows with a baseline can trigger (see _arrays): the tests run on those alone
+    cand = np.flatnonzero(np.isfinite(base) & a["report"])
+    rise = y[cand] - base[cand]
+    zf = np.where(a["age"][cand] < cfg.restart_grace, cfg.restart_z_factor, 1.0)
+    cold = a["cold"][cand]
+    warm = ~cold & (rise >= math.log(cfg.min_ratio)) & (rise >= cfg.z * zf * noise[cand])
+    # too little history for a noise scale: only a jump of single_record_ratio counts
+    jump = cold & (rise >= math.log(cfg.single_record_ratio))
+    trig = cand[warm | jump]
+    which = np.searchsorted(a["starts"], trig, side="right") - 1
+    los, his = a["starts"][which], a["ends"][which]
     episodes: list[dict] = []
     free = -1
-    for t in np.flatnonzero(trig):
+    for t, lo, hi in zip(trig.tolist(), los.tolist(), his.tolist(), strict=True):
         if t < free:
             continue
-        ep = _measure(y, base, noise, int(t), int(lo[t]), int(hi[t]), cfg)
-        free = _rearm(y, ep, cfg, int(hi[t])) if ep["recovered"] else int(hi[t])
+        ep = _measure(y, base, noise, t, lo, hi, cfg)
+        free = _rearm(y, ep, cfg, hi) if ep["recovered"] else hi
         if ep["elevated"] < cfg.min_records and ep["ratio"] < cfg.single_record_ratio:
-            free = int(t) + 1
+            free = t + 1
             continue
         if a["age"][ep["start"]] == 0 and not ep["recovered"]:
             continue  # a new level set by the relaunch (loss scale, data, config)

@@ -28,7 +28,7 @@ from logbook.detectors._arrays import (
     Rows,
     block_noise,
     lagged_mean,
-    lineage_bounds,
+    lineage_ends,
     run_position,
     runs,
     smooth_level,
@@ -95,14 +95,14 @@ def _episodes(
     at its onset (plus ``lift`` and two noise deviations), overlapping ones merged."""
     level = np.nan_to_num(a["level"], nan=-np.inf)
     base, sig, step = a["base"], a["sig"], a["step"]
-    _, hi = lineage_bounds(a["lineage"])
+    his = lineage_ends(a["lineage"], first).tolist()
     rows, end = [], -1
-    for i0, i1, ia in zip(first.tolist(), last.tolist(), alarm.tolist(), strict=True):
+    for i0, i1, ia, hi in zip(first.tolist(), last.tolist(), alarm.tolist(), his, strict=True):
         if i0 <= end:
             continue  # inside the previous, extended episode
         floor = base[i0] + max(lift, 2 * sig[i0])
-        below = np.flatnonzero(level[i1 + 1 : hi[i0]] <= floor)
-        end = i1 + int(below[0]) if below.size else int(hi[i0]) - 1
+        below = np.flatnonzero(level[i1 + 1 : hi] <= floor)
+        end = i1 + int(below[0]) if below.size else hi - 1
         if not a["report"][ia]:
             continue  # fired on context rows: reported in the trajectory's lineage
         peak = i0 + int(np.argmax(level[i0 : end + 1]))

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from pydantic import Field
 
-from logbook.detectors._arrays import lineage_bounds, runs, smooth_level, spans
+from logbook.detectors._arrays import lineage_ends, runs, smooth_level, spans
 from logbook.detectors._base import Detector, DetectorConfig, finding, fmt
 from logbook.detectors._frame import Context
 from logbook.detectors.nonfinite import overflow_steps
@@ -64,8 +64,7 @@ def _rising(ctx: Context, cfg: Config) -> list[Finding]:
         r = level - best
         up = r >= math.log(1 + (cfg.min_ratio - 1) / 2)
     first, last = runs(up, rows.lineage)
-    _, hi = lineage_bounds(rows.lineage)
-    final = (last == hi[last] - 1) & (last - first + 1 >= cfg.min_records)
+    final = (last == lineage_ends(rows.lineage, last) - 1) & (last - first + 1 >= cfg.min_records)
     out = []
     for i0, i1 in zip(first[final].tolist(), last[final].tolist(), strict=True):
         hit = np.flatnonzero(r[i0 : i1 + 1] >= math.log(cfg.min_ratio))

@@ -59,23 +59,22 @@ def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
         return []
     step = ctx.column("step").to_numpy()[keep]
     age = ctx.column("restart_age").to_numpy()[keep]
-    prev = np.concatenate(([np.nan], lr[:-1]))
+    prev = _shift(lr, 1)
     dstep = np.concatenate(([np.nan], np.diff(step).astype(float)))
     s = (lr - prev) / dstep  # slope per step since the previous record
-    p1, p2, n1, n2 = _shift(s, 1), _shift(s, 2), _shift(s, -1), _shift(s, -2)
     with np.errstate(invalid="ignore"):
-        # each side predicts the slope from its neighbour (level) and from its two
-        # neighbours (curvature: the flattening end of a cosine)
-        left = np.fmin(np.abs(s - p1), np.abs(s - (2 * p1 - p2)))
-        right = np.fmin(np.abs(s - n1), np.abs(s - (2 * n1 - n2)))
-        resid = np.where(np.isnan(p1) & np.isnan(n1), np.abs(s), np.fmin(left, right))
-        bend = np.nan_to_num(np.abs(n1 - p1) / 2)
-        u = (resid - bend) * dstep / np.fmax(lr, prev)
+        # the unexplained change is at most the change of slope since the previous
+        # record: only rows where that reaches the threshold (or that have no previous
+        # slope) are looked at closely
+        p1 = _shift(s, 1)
+        jump = np.abs(s - p1) * dstep >= cfg.min_rel_change * np.fmax(lr, prev)
+        rows = np.flatnonzero(jump | np.isnan(p1))
+        u = _unexplained(s, lr, prev, dstep, rows)
         # the warm-up: every rise before the learning rate first stops rising (unless a
         # relaunch set it)
-        ended = np.maximum.accumulate(lr <= prev)
-        warm = ~ended & (lr > prev) & (age > 0)
-        hits = np.flatnonzero((u >= cfg.min_rel_change) & ~warm)
+        ended = np.maximum.accumulate(lr <= prev)[rows]
+        warm = ~ended & (lr[rows] > prev[rows]) & (age[rows] > 0)
+        hit = (u >= cfg.min_rel_change) & ~warm
     segment = ctx.column("segment").to_numpy()[keep]
     return [
         _finding(
@@ -85,20 +84,35 @@ def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
                 "restart_age": int(age[i]),
                 "lr": float(lr[i]),
                 "old": float(prev[i]),
-                "u": float(u[i]),
+                "u": float(v),
             }
         )
-        for i in hits
+        for i, v in zip(rows[hit].tolist(), u[hit].tolist(), strict=True)
     ]
 
 
+def _unexplained(
+    s: np.ndarray, lr: np.ndarray, prev: np.ndarray, dstep: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
+    """The change at ``rows`` that neither side's slope explains, relative to the
+    learning rate: each side predicts the slope from its neighbour (level) and from its
+    two neighbours (curvature: the flattening end of a cosine); half the neighbours'
+    difference in slope (a bend of the schedule) is taken off."""
+    padded = np.concatenate(([np.nan, np.nan], s, [np.nan, np.nan]))
+    at = rows + 2
+    p1, p2, n1, n2 = padded[at - 1], padded[at - 2], padded[at + 1], padded[at + 2]
+    x = s[rows]
+    left = np.fmin(np.abs(x - p1), np.abs(x - (2 * p1 - p2)))
+    right = np.fmin(np.abs(x - n1), np.abs(x - (2 * n1 - n2)))
+    resid = np.where(np.isnan(p1) & np.isnan(n1), np.abs(x), np.fmin(left, right))
+    bend = np.nan_to_num(np.abs(n1 - p1) / 2)
+    return (resid - bend) * dstep[rows] / np.fmax(lr[rows], prev[rows])
+
+
 def _shift(x: np.ndarray, k: int) -> np.ndarray:
-    """``x`` moved ``k`` rows later (negative: earlier), NaN where nothing moved in."""
+    """``x`` moved ``k`` > 0 rows later, NaN where nothing moved in."""
     out = np.full(x.size, np.nan)
-    if k > 0:
-        out[k:] = x[:-k]
-    else:
-        out[:k] = x[-k:]
+    out[k:] = x[:-k]
     return out
 
 
