@@ -40,8 +40,7 @@ class Decoded:
     number frames and the input rows of their rows, which rows are no JSON object,
     and where each key was first seen (row, place in its row)."""
 
-    def __init__(self, n: int) -> None:
-        self.n = n
+    def __init__(self) -> None:
         self.parts: list[tuple[pl.DataFrame, np.ndarray]] = []
         self.bad: list[np.ndarray] = []
         self.first_seen: dict[str, tuple[int, int]] = {}
@@ -95,7 +94,7 @@ def decode(payload: pl.Series) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
     """Numbers of every payload that is a JSON object: a frame with one Float64 column
     per key, the input position of each of its rows (ascending), and the positions of
     the payloads that are no JSON object."""
-    out = Decoded(payload.len())
+    out = Decoded()
     layouts: list[Layout] = []
     chunk, parallel = _sizes()
     starts = list(range(0, payload.len(), chunk))
