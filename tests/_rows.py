@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import ModuleType
 
@@ -73,3 +74,16 @@ def events_of(run_or_parsed, kind: str) -> list[dict]:
         d.pop("source", None)
         d.pop("text", None)
     return out
+
+
+def assert_fixture_rows(parser: ModuleType, fixtures: Path, case: str, tmp: Path) -> None:
+    """The rows ``logbook parse`` writes for ``fixtures/case`` are exactly those of its
+    ``.expected.jsonl`` (read from the fixture folder, so that sources are relative)."""
+    cwd = Path.cwd()
+    os.chdir(fixtures)
+    try:
+        got = written_rows(text_run(parser, Path(case)), tmp)
+    finally:
+        os.chdir(cwd)
+    expected = (fixtures / (Path(case).stem + ".expected.jsonl")).read_text().splitlines()
+    assert got == normalized(expected)

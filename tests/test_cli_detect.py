@@ -5,10 +5,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from _cli import invoke
 
 from logbook.cli_detect import REQUIRED_KEYS
 from logbook.run import Run
-from tests._cli import invoke
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "detect"
 CASES = sorted(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _rows import normalized, text_run, written_rows
+from _rows import assert_fixture_rows, text_run
 
 from logbook.errors import InputError
 from logbook.run import Run
@@ -22,11 +22,8 @@ def run_of(path: Path) -> Run:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_fixture_gives_its_expected_rows(case, tmp_path, monkeypatch):
-    monkeypatch.chdir(FIXTURES)
-    got = written_rows(run_of(Path(case)), tmp_path)
-    expected = (FIXTURES / case.replace(".csv", ".expected.jsonl")).read_text().splitlines()
-    assert got == normalized(expected)
+def test_fixture_gives_its_expected_rows(case, tmp_path):
+    assert_fixture_rows(lightning_csv, FIXTURES, case, tmp_path)
 
 
 def test_rows_of_one_step_merge_and_evaluations_are_events():

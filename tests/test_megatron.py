@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from _rows import events_of as events
 
 import parsers
 from logbook.textio import split_lines
 from parsers import megatron
-from tests._rows import events_of as events
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "megatron"

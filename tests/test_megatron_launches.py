@@ -5,13 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from _rows import events_of as events
+from _rows import files_run as run_of
+
 import parsers
 from logbook.schema import event_to_dict
 from logbook.segments import order_parts, stitch
 from logbook.textio import split_lines
 from parsers import megatron
-from tests._rows import events_of as events
-from tests._rows import files_run as run_of
 
 REC = (
     " iteration {step:8d}/    1000 | consumed samples: {samples:12d} | elapsed time per "

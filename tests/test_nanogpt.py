@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _rows import normalized, parse_accounted, text_run, written_rows
+from _rows import assert_fixture_rows, parse_accounted, text_run
 
 from logbook.run import Run
 from parsers import nanogpt
@@ -20,11 +20,8 @@ def run_of(path: Path) -> Run:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_fixture_gives_its_expected_rows(case, tmp_path, monkeypatch):
-    monkeypatch.chdir(FIXTURES)
-    got = written_rows(run_of(Path(case)), tmp_path)
-    expected = (FIXTURES / case.replace(".log", ".expected.jsonl")).read_text().splitlines()
-    assert got == normalized(expected)
+def test_fixture_gives_its_expected_rows(case, tmp_path):
+    assert_fixture_rows(nanogpt, FIXTURES, case, tmp_path)
 
 
 def parse_text(text: str):

@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests._cli import invoke
+from _cli import invoke
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIKE = 40  # first step at the too-high learning rate

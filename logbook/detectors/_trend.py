@@ -33,7 +33,8 @@ from logbook.detectors._arrays import (
     runs,
     smooth_level,
 )
-from logbook.detectors._base import DetectorConfig
+from logbook.detectors._base import DetectorConfig, finding
+from logbook.schema import Finding
 
 MEDIAN_EFFICIENCY = 1.2533  # at most the sd of a median of n Gaussian draws, x sqrt(n)/sigma
 
@@ -120,6 +121,28 @@ def _episodes(
             }
         )
     return pl.DataFrame(rows, schema=EPISODE_SCHEMA)
+
+
+RECOMPUTED = " (in steps later recomputed after a restart)"
+
+
+def episode_finding(
+    kind: str, detector: str, severity: str, r: dict, message: str, evidence: dict
+) -> Finding:
+    """The finding of one episode row of :func:`trend_episodes` (its alarm, span, ratio
+    and segment); ``message`` gets the note on superseded steps when it is one."""
+    return finding(
+        kind,
+        detector,
+        severity,
+        step=r["alarm"],
+        start_step=r["start"],
+        end_step=r["end"],
+        score=r["ratio"],
+        message=message + (RECOMPUTED if r["lineage"] else ""),
+        segment=r["segment"],
+        evidence=evidence,
+    )
 
 
 EPISODE_SCHEMA = {

@@ -24,9 +24,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from logbook.detectors._arrays import NOISE_BLOCK
-from logbook.detectors._base import Detector, finding, fmt
+from logbook.detectors._base import Detector, fmt
 from logbook.detectors._frame import Context
-from logbook.detectors._trend import TrendConfig, trend_episodes
+from logbook.detectors._trend import TrendConfig, episode_finding, trend_episodes
 from logbook.schema import Finding
 
 
@@ -55,28 +55,16 @@ def _finding(r: dict, cfg: Config, kind: str) -> Finding:
         f"{cfg.column} rose {r['ratio']:.2f}x ({fmt(r['baseline'])} -> {fmt(r['peak'])}) "
         f"from step {r['start']} to {r['end']}"
     )
-    if r["lineage"]:
-        msg += " (in steps later recomputed after a restart)"
-    return finding(
-        kind,
-        kind,
-        "warning" if warn else "info",
-        step=r["alarm"],
-        start_step=r["start"],
-        end_step=r["end"],
-        score=r["ratio"],
-        message=msg,
-        segment=r["segment"],
-        evidence={
-            "metric": cfg.column,
-            "baseline": r["baseline"],
-            "peak": r["peak"],
-            "peak_step": r["peak_step"],
-            "ratio": r["ratio"],
-            "superseded": True if r["lineage"] else None,
-            "precursor_only": None if warn else True,
-        },
-    )
+    evidence = {
+        "metric": cfg.column,
+        "baseline": r["baseline"],
+        "peak": r["peak"],
+        "peak_step": r["peak_step"],
+        "ratio": r["ratio"],
+        "superseded": True if r["lineage"] else None,
+        "precursor_only": None if warn else True,
+    }
+    return episode_finding(kind, kind, "warning" if warn else "info", r, msg, evidence)
 
 
 def _entry(kind: str, column: str, **defaults) -> Detector:

@@ -20,9 +20,10 @@ import numpy as np
 import polars as pl
 from pydantic import Field
 
-from logbook.detectors._base import Detector, finding, fmt
+from logbook.detectors._base import Detector, fmt
 from logbook.detectors._frame import Context
-from logbook.detectors._trend import TrendConfig, trend_episodes
+from logbook.detectors._trend import TrendConfig, episode_finding, trend_episodes
+from logbook.schema import Finding
 
 NAME = "throughput_drop"
 DEFAULTS = {
@@ -81,27 +82,15 @@ def _floats(col: pl.Series) -> np.ndarray:
     return col.cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
-def _finding(r: dict):
-    msg = f"time per step up {r['ratio']:.2f}x from step {r['start']} to {r['end']}" + (
-        " (in steps later recomputed after a restart)" if r["lineage"] else ""
-    )
-    return finding(
-        "throughput_drop",
-        NAME,
-        "warning",
-        step=r["alarm"],
-        start_step=r["start"],
-        end_step=r["end"],
-        score=r["ratio"],
-        message=msg,
-        segment=r["segment"],
-        evidence={
-            "ratio": r["ratio"],
-            "baseline": r["baseline"],
-            "peak": r["peak"],
-            "note": f"baseline {fmt(r['baseline'])} per step (or per sample)",
-        },
-    )
+def _finding(r: dict) -> Finding:
+    msg = f"time per step up {r['ratio']:.2f}x from step {r['start']} to {r['end']}"
+    evidence = {
+        "ratio": r["ratio"],
+        "baseline": r["baseline"],
+        "peak": r["peak"],
+        "note": f"baseline {fmt(r['baseline'])} per step (or per sample)",
+    }
+    return episode_finding("throughput_drop", NAME, "warning", r, msg, evidence)
 
 
 DETECTOR = Detector(
