@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from parsers import _tfrecord as tfr  # noqa: E402
+from parsers.tensorboard import tfrecord as tfr  # noqa: E402
 
 TAGS = ("train/loss", "train/learning_rate", "train/grad_norm")
 

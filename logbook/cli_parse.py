@@ -43,7 +43,7 @@ def parse(
 ) -> None:
     """Parse raw logs into one normalized run and print what was read."""
     from parsers import read_log
-    from parsers.notes import attach_notes
+    from parsers.chronicle.notes import attach_notes
 
     run = attach_notes(read_log(list(logs), fmt, tz), list(notes or []), tz)
     if output is not None:

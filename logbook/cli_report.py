@@ -101,7 +101,7 @@ def _analyse(
     cfg = build_config(tables, sets)
     run = read_log(list(logs), log_format)
     if notes:
-        from parsers.notes import attach_notes
+        from parsers.chronicle.notes import attach_notes
 
         run = attach_notes(run, list(notes), tz)
     return run, detect(run, cfg)

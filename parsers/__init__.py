@@ -25,18 +25,31 @@ from logbook.segments import order_parts, stitch
 from logbook.textio import head_lines, read_lines
 from parsers import (
     chronicle,
+    deepspeed,
+    dllogger,
     fairseq_simple,
     hf_trainer,
+    hf_trainer_log,
     jsonl,
     lightning_csv,
+    llama2c,
     logbook_file,
     megatron,
     metaseq,
+    metric_logger,
+    mlx_lm,
+    mmengine,
     nanogpt,
+    nemo,
+    olmo,
+    table,
     tensorboard,
+    text,
     torchtitan,
     wandb,
 )
+from parsers.reader.copies import drop_rank_copies
+from parsers.reader.fallback import with_fallback
 
 FORMATS: dict[str, ModuleType] = {
     "logbook": logbook_file,
@@ -51,6 +64,17 @@ FORMATS: dict[str, ModuleType] = {
     "nanogpt": nanogpt,
     "torchtitan": torchtitan,
     "lightning-csv": lightning_csv,
+    "nemo": nemo,
+    "mmengine": mmengine,
+    "dllogger": dllogger,
+    "metric-logger": metric_logger,
+    "olmo": olmo,
+    "mlx-lm": mlx_lm,
+    "llama2c": llama2c,
+    "hf-trainer-log": hf_trainer_log,
+    "deepspeed": deepspeed,
+    "csv": table,
+    "text": text,
 }
 
 # What a run's metadata keeps from its parts' meta (the first part that has it), for
@@ -116,7 +140,7 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     lines, text = read_lines(path)
-    parsed = FORMATS[fmt].parse(lines, str(path))
+    parsed = drop_rank_copies(with_fallback(FORMATS[fmt], lines, str(path)))
     unrec = parsed.unrecognized
     stats = ParseStats(
         file=str(path),
@@ -178,7 +202,7 @@ def _read_log(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) ->
             raise UsageError("a logbook file is a whole run: give it alone, not with other logs")
         return Run.read(paths[0])
     if set(formats) == {"chronicle"}:
-        from parsers.notes import read_notes
+        from parsers.chronicle.notes import read_notes
 
         return read_notes(list(paths), tz)
     results = [r for p, f in zip(paths, formats, strict=True) for r in parse_path(p, f)]

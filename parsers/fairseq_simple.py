@@ -12,7 +12,7 @@ stand in. A line cut short before its ``num_updates`` has no readable step and i
 unrecognized. The loss is in bits and stored in nats, as for the JSON format.
 ``valid on '<subset>' subset`` lines become ``validation`` events; the end-of-epoch
 summary (``epoch 001 | loss ... | wall ...``) is counted as ignored. Other lines: see
-``parsers._metaseq_lines`` and ``parsers._metaseq_events``.
+``parsers.metaseq.lines`` and ``parsers.metaseq.events``.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.schema import Source, Validation
-from parsers import _metaseq_simple as ms
-from parsers._metaseq_assemble import Found, assemble
-from parsers._metaseq_columns import MAPS as _MAPS
-from parsers._metaseq_columns import base_caveats, to_metrics, values
+from parsers.metaseq import simple as ms
+from parsers.metaseq.assemble import Found, assemble
+from parsers.metaseq.columns import MAPS as _MAPS
+from parsers.metaseq.columns import base_caveats, to_metrics, values
+from parsers.reader import Spec
+from parsers.reader.fallback import bits_to_nats
 
 NAME = "fairseq-simple"
 DESCRIPTION = "fairseq 'simple' format: epoch 001: N / M loss=..., num_updates=..."
@@ -43,6 +45,11 @@ _FAIRSEQ = re.compile(r"\d \| [A-Z]+ \| fairseq")
 
 
 SNIFF_MAX = 90  # the highest score sniff gives
+
+
+TOLERANT = Spec(
+    aliases={"num_updates": "step"}, convert=bits_to_nats
+)  # see parsers.reader.fallback
 
 
 def sniff(head: list[str]) -> int:

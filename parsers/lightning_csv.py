@@ -19,9 +19,9 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.schema import EventBase, Source, Validation
-from parsers import _tensorboard_tags as tt
-from parsers._csv_metrics import merge_steps, numbers, read_csv
-from parsers._metaseq_columns import with_core
+from parsers import tags as tt
+from parsers.columns import with_core
+from parsers.csv_metrics import merge_steps, numbers, read_csv
 
 NAME = "lightning-csv"
 DESCRIPTION = "PyTorch Lightning CSVLogger metrics.csv (epoch,step,<metrics>)"
@@ -38,7 +38,7 @@ SNIFF_MAX = 85  # the highest score sniff gives
 
 def sniff(head: list[str]) -> int:
     """85 for a CSV header with ``step`` and ``epoch`` columns and comma rows."""
-    body = [h.strip() for h in head if h.strip()]
+    body = [h.strip() for h in head if h.strip() and not h.startswith("#")]
     if len(body) < 2:
         return 0
     cols = [c.strip().strip('"') for c in body[0].split(",")]

@@ -23,7 +23,8 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.schema import CheckpointSave, EventBase, Restart, Source, Validation
-from parsers._metaseq_columns import with_core
+from parsers.columns import with_core
+from parsers.reader import Spec
 
 NAME = "nanogpt"
 DESCRIPTION = "nanoGPT train.py stdout (iter N: loss X, time Yms, mfu Z%)"
@@ -51,6 +52,9 @@ CONFIG_HEAD = "Overriding config with "
 
 
 SNIFF_MAX = 90  # the highest score sniff gives
+
+
+TOLERANT = Spec()  # the tolerant reader behind the layout reader (parsers.reader.fallback)
 
 
 def sniff(head: list[str]) -> int:

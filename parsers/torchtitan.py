@@ -24,7 +24,8 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.schema import CheckpointSave, EventBase, HardwareFailure, Restart, Source, Validation
-from parsers._metaseq_columns import with_core
+from parsers.columns import with_core
+from parsers.reader import Spec
 
 NAME = "torchtitan"
 DESCRIPTION = "torchtitan stdout (step: N  loss: X  grad_norm: ...  tps: ...  mfu: ...%)"
@@ -64,6 +65,9 @@ TZ_CAVEAT = "torchtitan: log times carry no zone: read as UTC"
 
 
 SNIFF_MAX = 90  # the highest score sniff gives
+
+
+TOLERANT = Spec()  # the tolerant reader behind the layout reader (parsers.reader.fallback)
 
 
 def sniff(head: list[str]) -> int:

@@ -6,7 +6,7 @@ import pytest
 
 from logbook.detectors import lr_change
 from logbook.schema import LrChange
-from parsers._chronicle_config import lr_changes
+from parsers.chronicle.config import lr_changes
 
 
 @pytest.mark.parametrize(

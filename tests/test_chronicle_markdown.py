@@ -12,8 +12,8 @@ import parsers
 from logbook.parsed import Parsed
 from logbook.textio import head_lines, read_lines
 from parsers import chronicle
-from parsers._chronicle_blocks import blocks, classify
 from parsers.chronicle import parse_chronicle
+from parsers.chronicle.blocks import blocks, classify
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "chronicle"

@@ -8,7 +8,7 @@ import pytest
 from logbook.errors import InputError, UsageError
 from logbook.run import Run, RunMeta
 from logbook.schema import CheckpointSave
-from parsers.notes import attach_notes, read_notes
+from parsers.chronicle.notes import attach_notes, read_notes
 
 T0 = datetime(2023, 3, 5, tzinfo=UTC)
 

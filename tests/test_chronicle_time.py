@@ -3,7 +3,7 @@ from datetime import UTC, date, datetime, time
 import pytest
 
 from logbook.errors import UsageError
-from parsers._chronicle_time import find_dates, find_stamp, nearest_year, parse_clock, to_utc
+from parsers.chronicle.time import find_dates, find_stamp, nearest_year, parse_clock, to_utc
 
 
 def utc(*args: int) -> datetime:

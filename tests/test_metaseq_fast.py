@@ -12,12 +12,12 @@ import polars as pl
 import pytest
 
 from logbook.textio import split_lines
-from parsers import _jsonl_decode as jd
-from parsers import _metaseq_lines as ml
-from parsers import _metaseq_records as mr
+from parsers import json_decode as jd
 from parsers import metaseq
-from parsers._metaseq_layout import OK, Layout
-from parsers._metaseq_parts import in_parts
+from parsers.metaseq import lines as ml
+from parsers.metaseq import records as mr
+from parsers.metaseq.layout import OK, Layout
+from parsers.metaseq.parts import in_parts
 
 BASE = '{"epoch": 1, "loss": "2.5", "num_updates": "7"}'
 

@@ -80,7 +80,7 @@ def test_usage_errors(tmp_path):
 
 
 @pytest.mark.skipif(
-    not (CORPUS / "logs").is_dir() or importlib.util.find_spec("parsers.notes") is None,
+    not (CORPUS / "logs").is_dir() or importlib.util.find_spec("parsers.chronicle.notes") is None,
     reason="the shared corpus is not next to this checkout",
 )
 def test_chronicle_notes_appear_in_the_report(tmp_path):

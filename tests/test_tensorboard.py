@@ -14,9 +14,10 @@ import pytest
 from logbook.errors import InputError
 from logbook.run import Run
 from logbook.segments import order_parts, stitch
-from parsers import _tb_slow, _tfrecord, tensorboard
-from parsers._tensorboard_file import read_event_file
-from parsers._tensorboard_tags import columns, eval_split
+from parsers import tensorboard
+from parsers.tags import columns, eval_split
+from parsers.tensorboard import slow, tfrecord
+from parsers.tensorboard.file import read_event_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tensorboard"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -175,7 +176,7 @@ def test_runs_written_at_the_same_time_are_refused(tmp_path):
 
 
 def _crc(b: bytes) -> bytes:
-    return struct.pack("<I", int(_tfrecord.mask(np.array([_tfrecord.crc32c_bytes(b)]))[0]))
+    return struct.pack("<I", int(tfrecord.mask(np.array([tfrecord.crc32c_bytes(b)]))[0]))
 
 
 def _frame(body: bytes) -> bytes:
@@ -186,14 +187,14 @@ def _frame(body: bytes) -> bytes:
 def test_crc32c_matches_the_standard_check_value():
     data = np.frombuffer(b"123456789" * 300, np.uint8)
     starts = np.arange(0, 9 * 300, 9)
-    assert _tfrecord.crc32c_bytes(b"123456789") == 0xE3069283
-    assert set(_tfrecord.crc32c(data, starts, np.full(300, 9)).tolist()) == {0xE3069283}
+    assert tfrecord.crc32c_bytes(b"123456789") == 0xE3069283
+    assert set(tfrecord.crc32c(data, starts, np.full(300, 9)).tolist()) == {0xE3069283}
     odd = np.arange(0, 2000, 7)
     lens = (odd % 13) + 1
     want = [
-        _tfrecord.crc32c_bytes(data[s : s + n].tobytes()) for s, n in zip(odd, lens, strict=True)
+        tfrecord.crc32c_bytes(data[s : s + n].tobytes()) for s, n in zip(odd, lens, strict=True)
     ]
-    assert _tfrecord.crc32c(data, odd, lens).tolist() == want
+    assert tfrecord.crc32c(data, odd, lens).tolist() == want
 
 
 def test_many_values_in_one_summary_and_repeated_fields(tmp_path):
@@ -218,7 +219,7 @@ def test_many_values_in_one_summary_and_repeated_fields(tmp_path):
     )
     assert got == [("loss", 7, 1.5), ("lr", 7, 0.25)]
     assert ef.ignored == 1 and ef.bad.size == 0
-    assert _tb_slow.decode_event(event)[1] == 7
+    assert slow.decode_event(event)[1] == 7
 
 
 def test_periodic_framing_survives_a_change_of_record_size(tmp_path):

@@ -1,0 +1,32 @@
+"""Column helpers shared by several formats: the snake_case name of a metric key, and the
+core columns (``step``, ``time``, ``line``) the stitcher reads from every part.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from logbook.schema import METRIC_COLUMNS
+
+
+def snake(key: str) -> str:
+    """``train/z_loss`` -> ``train_z_loss``; ``lm loss`` -> ``lm_loss``; ``trainLoss`` ->
+    ``train_loss``; leading and trailing underscores kept (``_step``)."""
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key.strip())
+    lead = len(name) - len(name.lstrip("_"))
+    body = re.sub(r"[^0-9a-zA-Z]+", "_", name[lead:]).lower()
+    return "_" * lead + body if body or lead else "_"
+
+
+def with_core(metrics: pl.DataFrame) -> pl.DataFrame:
+    """``step``, ``time`` and ``line`` present (null when unknown), typed as the schema
+    says: the stitcher reads them from every part."""
+    missing = [
+        pl.lit(None, dtype=METRIC_COLUMNS[c]).alias(c)
+        for c in ("step", "time", "line")
+        if c not in metrics.columns
+    ]
+    metrics = metrics.with_columns(missing) if missing else metrics
+    return metrics.with_columns(pl.col("time").cast(METRIC_COLUMNS["time"]))

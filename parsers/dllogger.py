@@ -1,0 +1,49 @@
+"""NVIDIA DLLogger stdout (DeepLearningExamples): ``DLL <time> - <step> <key> : <value>``.
+
+The step part is printed as ``Training Epoch: 0 Training Iteration: 1787``, ``(0, 100)``
+or ``Epoch: 0 Iteration: 100``: the iteration is the step (``global_step`` where it is
+printed); ``train.loss`` / ``loss`` -> ``loss``; ``lr`` / ``learning_rate`` -> ``lr``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from logbook.parsed import Parsed
+from parsers import reader
+from parsers.reader import Spec
+from parsers.reader.framework import sniff_marked
+
+NAME = "dllogger"
+DESCRIPTION = (
+    "NVIDIA DLLogger stdout (DLL <time> - Training Epoch: E Training Iteration: I  key : value)"
+)
+EXAMPLE = (
+    "DLL 2021-03-12 10:00:00.123456 - Training Epoch: 0 Training Iteration: 1787 "
+    " train.loss : 1.2345  lr : 0.0001"
+)
+MAPS = (
+    "Training Iteration / Iteration / global_step->step, train.loss/loss->loss,"
+    " lr/learning_rate->lr; other keys in snake_case"
+)
+SNIFF_MAX = 85
+MARK = re.compile("^\\s*DLL \\d{4}-\\d{2}-\\d{2}")
+SPEC = Spec(
+    aliases={
+        "training_iteration": "step",
+        "train_iteration": "step",
+        "iteration": "step",
+        "train_loss": "loss",
+    }
+)
+
+
+def sniff(head: list[str]) -> int:
+    """85 with a line of this framework's and a record; 75 with the line alone."""
+    return sniff_marked(head, MARK, SPEC, SNIFF_MAX)
+
+
+def parse(lines: pl.DataFrame, name: str) -> Parsed:
+    return reader.read(lines, name, SPEC)

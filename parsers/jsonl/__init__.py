@@ -1,0 +1,163 @@
+"""Generic metrics JSONL: one JSON object per line, as many trainers write ``run.jsonl``.
+
+Common key spellings map to the canonical columns (see ``parsers.jsonl.columns``):
+``step|iteration|global_step|num_updates|_step|iter`` -> ``step``,
+``loss|train/loss|train_loss|lm_loss|lm loss|train/lm_loss`` -> ``loss`` (taken as
+nats: the file says nothing about units), ``lr|learning_rate|optim/lr|train/lr``,
+``grad_norm|gnorm|optim/total_grad_norm|train/grad_norm``, ``loss_scale|scale``, and
+``time|timestamp|_timestamp`` (unix seconds, or ISO 8601) -> ``time``. Other numeric keys
+are kept as snake_case columns, nested objects flattened with ``/`` first
+(``{"train": {"z_loss": 1}}`` and ``"train/z_loss"`` both -> ``train_z_loss``).
+``NaN``/``Infinity``/``-Infinity`` are read bare (as Python's ``json`` writes them) and
+as strings. Evaluation-only rows become ``validation`` events (see
+``parsers.jsonl.table``). Blank lines, ``#``/``//`` comments, objects without a
+number and step-less objects in a file with steps (a config line) are ignored; lines
+that are not one JSON object are unrecognized.
+
+logbook's own JSONL (first line ``{"type": "run", "schema": "logbook/1", ...}``) is not
+this format: ``sniff`` leaves it to the ``logbook`` format.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from logbook.parsed import Parsed
+from logbook.schema import EventBase, Source, Validation
+from parsers import json_decode as jd
+from parsers.columns import snake, with_core
+from parsers.jsonl import columns as jc
+from parsers.jsonl.table import build
+
+NAME = "jsonl"
+DESCRIPTION = "generic metrics JSONL (one JSON object per line: step, loss, lr, ...)"
+EXAMPLE = '{"step": 100, "loss": 2.31, "lr": 0.0003, "grad_norm": 0.92, "time": 1700000000.5}'
+MAPS = jc.MAPS
+
+_SPACE = " \t\ufeff"  # a byte-order mark at the start of the file is no content
+_STEP_OR_LOSS = {snake(a) for a in jc.ALIASES["step"] + jc.ALIASES["loss"]}
+
+
+SNIFF_MAX = 80  # the highest score sniff gives
+
+
+def sniff(head: list[str]) -> int:
+    """80 when most lines are JSON objects and one has a numeric step or loss, 60 when
+    they are objects without (or with text-valued) step and loss, 0 for logbook files."""
+    body = [h.strip(_SPACE) for h in head]
+    body = [h for h in body if h and not h.startswith(("#", "//"))]
+    if not body or body[0].replace(" ", "").startswith('{"type":"run","schema":"logbook/'):
+        return 0
+    body = body[:200]
+    if len(body) > 1 and _loads(body[-1]) is None:
+        body = body[:-1]  # the head may end inside a line
+    objects = [o for o in (_loads(h) for h in body) if isinstance(o, dict)]
+    if len(objects) * 2 <= len(body):
+        return 0
+    for obj in objects:
+        flat = _flatten(obj)
+        if any(snake(k) in _STEP_OR_LOSS and _is_number(v) for k, v in flat.items()):
+            return 80
+    return 60
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        key = f"{prefix}/{k}" if prefix else str(k)
+        if isinstance(v, dict):
+            out.update(_flatten(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+def parse(lines: pl.DataFrame, name: str) -> Parsed:
+    stripped = lines.get_column("text").str.strip_chars(_SPACE)
+    blank = stripped.str.len_bytes() == 0
+    comment = stripped.str.starts_with("#") | stripped.str.starts_with("//")
+    is_obj = stripped.str.starts_with("{") & ~comment
+    cand = lines.filter(is_obj).with_columns(stripped.filter(is_obj).alias("text"))
+    payload = cand.get_column("text")
+    frame, slow, bad = jd.decode(jd.quote_nonfinite(payload), original=payload)
+    flat, paths = jc.flatten(frame)
+    # lists, booleans and nulls-only hold no metric: drop them before mixing in text rows
+    flat = flat.select(c for c, t in flat.schema.items() if t.is_numeric() or t == pl.String)
+    raw = _merge(flat, slow)
+    line = cand.get_column("line")[raw.get_column(jd.ROW)]
+    table = build(raw.drop(jd.ROW), paths, line)
+    texts = dict(cand.join(table.evals.select("line"), on="line").select("line", "text").rows())
+    events = _validations(table.evals, texts, name)
+    unrec = np.concatenate(
+        [
+            lines.filter(~blank & ~comment & ~is_obj).get_column("line").to_numpy(),
+            cand.get_column("line").to_numpy()[bad] if bad.size else np.zeros(0, np.int64),
+        ]
+    )
+    ignored = int((blank | comment).sum()) + table.ignored
+    return Parsed(
+        metrics=with_core(table.metrics),
+        events=events,
+        unrecognized=pl.Series("line", np.sort(unrec), dtype=pl.Int64),
+        ignored=ignored,
+    )
+
+
+def _merge(frame: pl.DataFrame, slow: list[dict[str, Any]]) -> pl.DataFrame:
+    """Add the rows only Python's ``json`` could read (values as text)."""
+    if not slow:
+        return frame
+    rows = []
+    for s in slow:
+        flat = _flatten(s["obj"])
+        rows.append({jd.ROW: s[jd.ROW], **{k: _text(v) for k, v in flat.items()}})
+    extra = pl.DataFrame(rows, schema_overrides={jd.ROW: pl.Int64}, infer_schema_length=None)
+    extra = extra.with_columns(pl.exclude(jd.ROW).cast(pl.String))
+    return pl.concat([frame, extra], how="diagonal_relaxed").sort(jd.ROW)
+
+
+def _text(v: Any) -> str | None:
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bool) or not _is_number(v):
+        return json.dumps(v)
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+    return repr(v)
+
+
+def _validations(evals: pl.DataFrame, texts: dict[int, str], name: str) -> list[EventBase]:
+    out: list[EventBase] = []
+    cols = [c for c in evals.columns if c not in ("line", "time", "step")]
+    for row in evals.iter_rows(named=True):
+        present = {c: row[c] for c in cols if row[c] is not None}
+        splits = {jc.EVAL.match(c).group(1) for c in present}
+        split = splits.pop() if len(splits) == 1 else None
+        values = {(c.split("_", 1)[1] if split else c): v for c, v in present.items()}
+        out.append(
+            Validation(
+                step=row.get("step"),
+                time=row["time"],
+                split=split,
+                values=values,
+                source=Source(file=name, line=row["line"]),
+                text=texts.get(row["line"]),
+            )
+        )
+    return out

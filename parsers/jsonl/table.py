@@ -1,0 +1,110 @@
+"""Generic metrics JSONL: decoded objects -> metrics rows and validation rows.
+
+A row with at least one training value becomes a record. A row holding only
+evaluation values (keys starting ``eval_``, ``val_``, ``valid_``, ``validation_`` or
+``test_`` once snake_cased) becomes a ``validation`` event: written as a record it would
+repeat its step and look like a rewind. A row with no numeric value at all, or without
+a step in a file whose other rows have one (a config or metadata line), is counted as
+ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from logbook.schema import METRIC_COLUMNS
+from parsers.columns import snake
+from parsers.jsonl import columns as jc
+
+_INTEGER = ("step", "skipped", "nan_count", "samples", "tokens", "batch_size")
+_RESERVED = ("time", "segment", "source", "line")
+
+
+@dataclass
+class Table:
+    metrics: pl.DataFrame  # records: line, time, canonical and other columns
+    evals: pl.DataFrame  # eval-only rows: line, time, step and the eval columns
+    ignored: int  # rows without a numeric value
+
+
+def _time_column(raw: pl.DataFrame, names: dict[str, str]) -> tuple[set[str], pl.Series]:
+    """Wall-clock time from the time-like columns whose every value reads as one (in
+    ``TIME_KEYS`` order, the first present in a row wins); also those columns."""
+    used: list[str] = []
+    series: list[pl.Series] = []
+    for key in jc.TIME_KEYS:
+        for col in (c for c, sn in names.items() if sn == key):
+            expr = jc.timestamps(pl.col(col), raw.schema[col])
+            if expr is None:
+                continue
+            ts = raw.select(expr.alias("time")).to_series()
+            if ts.null_count() == raw.get_column(col).null_count():
+                used.append(col)
+                series.append(ts)
+    if not series:
+        return set(), pl.Series("time", [None] * raw.height, dtype=pl.Datetime("us", "UTC"))
+    return set(used), pl.select(pl.coalesce(series).alias("time")).to_series()
+
+
+def _numbers(raw: pl.DataFrame, skip: set[str]) -> dict[str, pl.Expr]:
+    out = {}
+    for col, dtype in raw.schema.items():
+        if col in skip:
+            continue
+        expr = jc.as_number(pl.col(col), dtype)
+        if expr is not None:
+            out[col] = expr
+    return out
+
+
+def _name(sn: str) -> str:
+    return f"{sn}_value" if sn in _RESERVED or sn in METRIC_COLUMNS else sn
+
+
+def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:
+    """``raw``: flattened decoded objects (``paths``: each column's key path), one row per
+    line in ``line``. Keys with one snake_case name (``eval/loss``, ``eval_loss``) make
+    one column, the first key present in a row giving its value."""
+    names = {c: snake(paths.get(c, c)) for c in raw.columns}
+    time_cols, time = _time_column(raw, names)
+    numbers = _numbers(raw, time_cols)
+    by_snake: dict[str, list[str]] = {}
+    for col in numbers:
+        by_snake.setdefault(names[col], []).append(col)
+    exprs: dict[str, pl.Expr] = {}
+    used: set[str] = set()
+    for canon, aliases in jc.ALIASES.items():
+        cols = [c for a in aliases for c in by_snake.get(snake(a), [])]
+        if cols:
+            value = pl.coalesce([numbers[c] for c in cols])
+            if canon in _INTEGER:
+                value = value.round(0).cast(pl.Int64, strict=False)
+            exprs[canon] = value
+            used.update(cols)
+    for sn, cols in by_snake.items():
+        rest = [numbers[c] for c in cols if c not in used]
+        if rest:
+            exprs[_name(sn)] = pl.coalesce(rest)
+    table = raw.select(**exprs).with_columns(line, time)
+    return _split(table)
+
+
+def _split(table: pl.DataFrame) -> Table:
+    evals = [c for c in table.columns if jc.EVAL.match(c)]
+    core = {"line", "time", "step"}
+    train = [c for c in table.columns if c not in core and c not in evals]
+    has_train = pl.any_horizontal(pl.col(train).is_not_null()) if train else pl.lit(False)
+    has_eval = pl.any_horizontal(pl.col(evals).is_not_null()) if evals else pl.lit(False)
+    # a row without a step in a file whose rows have steps is metadata (a config line)
+    stepped = "step" in table.columns and table.get_column("step").is_not_null().any()
+    has_train = has_train & pl.col("step").is_not_null() if stepped else has_train
+    has_eval = has_eval & pl.col("step").is_not_null() if stepped else has_eval
+    kind = table.select(has_train.alias("t"), (~has_train & has_eval).alias("e"))
+    records = table.filter(kind.get_column("t"))
+    keep = [c for c in records.columns if c in core or records.get_column(c).is_not_null().any()]
+    eval_rows = table.filter(kind.get_column("e"))
+    eval_cols = ["line", "time"] + (["step"] if "step" in table.columns else []) + evals
+    ignored = table.height - records.height - eval_rows.height
+    return Table(records.select(keep), eval_rows.select(eval_cols), ignored)

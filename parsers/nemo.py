@@ -1,0 +1,45 @@
+"""NVIDIA NeMo stdout: NeMo 1 and 2 (Lightning progress lines and ``Training epoch E,
+iteration I/N | lr: ... | global_step: G | reduced_train_loss: ...``) and NeMo
+Automodel (``step 4 | epoch 0 | loss 1.5514 | grad_norm 102.0 | mem: 11.66 GiB``).
+
+``global_step`` is the step where it is printed (the iteration within the epoch is kept
+as ``iteration``); ``reduced_train_loss`` -> ``loss``; ``train_step_timing in s`` ->
+``step_time_s``; validation values on a training line stay columns (``val_loss``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from logbook.parsed import Parsed
+from parsers import reader
+from parsers.reader import Spec
+from parsers.reader.framework import sniff_marked
+
+NAME = "nemo"
+DESCRIPTION = "NeMo 1/2 and NeMo Automodel stdout (reduced_train_loss=, global_step=)"
+EXAMPLE = (
+    "Training epoch 0, iteration 8/29 | lr: 5.389e-06 | global_step: 8 | reduced_train_loss: 10.22"
+)
+MAPS = (
+    "global_step->step (else step), reduced_train_loss->loss, lr->lr,"
+    " grad_norm->grad_norm, train_step_timing in s->step_time_s,"
+    " consumed_samples->samples; other keys in snake_case"
+)
+SNIFF_MAX = 85
+MARK = re.compile(
+    r"reduced_train_loss|train_step_timing|\[NeMo [IWE] |"
+    r"nemo_automodel|^(?:INFO:root:)?step \d+ \| epoch \d+ \| loss "
+)
+SPEC = Spec()
+
+
+def sniff(head: list[str]) -> int:
+    """85 with a line of this framework's and a record; 75 with the line alone."""
+    return sniff_marked(head, MARK, SPEC, SNIFF_MAX)
+
+
+def parse(lines: pl.DataFrame, name: str) -> Parsed:
+    return reader.read(lines, name, SPEC)

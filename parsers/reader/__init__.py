@@ -1,0 +1,50 @@
+"""The tolerant metrics-line reader under every text format.
+
+It finds the records of a file from its repeated line shapes instead of a grammar per
+framework: lines are cleaned of what logs put around them (:mod:`.clean`), reduced to
+shapes, one example line per shape is read into a template (:mod:`.templates`), and
+every line of a template is then extracted in one polars pass (:mod:`.extract`).
+Frameworks add a :class:`Spec`: their own key aliases, noise, step rule and quirks.
+
+Every line is accounted for: a record (or part of one: ``meta["continued_lines"]``),
+an event, ignored (blank, collector comments, traceback bodies, known noise, per-rank
+copies of a record) or unrecognized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from logbook.parsed import Parsed
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a framework adds to the reader."""
+
+    aliases: dict[str, str] = field(default_factory=dict)  # normalized key -> column
+    noise: str | None = None  # regex of lines known to be noise (ignored)
+    epoch_base: int = 0  # the first epoch's number, for steps counted within epochs
+    epoch_steps: bool = True  # ``epoch E ... [i/N]`` without a step key: step E*N + i
+    convert: Callable[[pl.DataFrame], pl.DataFrame] | None = None  # column fix-ups
+    keep: Callable[[str], bool] | None = None  # which record templates to keep (by shape)
+
+
+DEFAULT = Spec()
+
+
+def read(lines: pl.DataFrame, name: str, spec: Spec = DEFAULT) -> Parsed:
+    """The records and events of one text log (``lines``: the frame of physical lines)."""
+    from parsers.reader.extract import read_frame
+
+    return read_frame(lines, name, spec)
+
+
+def sniff_records(head: list[str], spec: Spec = DEFAULT) -> int:
+    """How many of the first lines are records of a repeated shape (0: none)."""
+    from parsers.reader.extract import count_records
+
+    return count_records(head, spec)

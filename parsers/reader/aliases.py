@@ -1,0 +1,136 @@
+"""The one alias table: metric keys as frameworks print them -> canonical columns.
+
+Keys are compared normalized (:func:`norm`): lower case, every run of characters other
+than letters and digits made one ``_``, so ``lm loss``, ``lm_loss`` and ``LM-Loss`` are
+one key. A namespaced key (``train/loss``, ``trainer/global_step``, ``optim/lr``) is
+also tried without its namespace. A framework adds its own keys on top (its
+``ALIASES``), which win over these.
+"""
+
+from __future__ import annotations
+
+import re
+
+STEP = "step"
+
+ALIASES: dict[str, str] = {
+    # the training step
+    "step": STEP,
+    "steps": STEP,
+    "iter": STEP,
+    "iters": STEP,
+    "iteration": STEP,
+    "it": STEP,
+    "global_step": STEP,
+    "globalstep": STEP,
+    "num_updates": STEP,
+    "update": STEP,
+    "updates": STEP,
+    "train_step": STEP,
+    "training_iteration": STEP,
+    "iter_train": STEP,
+    "step_train": STEP,
+    # losses
+    "loss": "loss",
+    "lm_loss": "loss",
+    "train_loss": "loss",
+    "training_loss": "loss",
+    "reduced_train_loss": "loss",
+    "train_loss_step": "loss",
+    "train_lm_loss": "loss",
+    "total_loss": "loss",
+    "crossentropyloss": "loss",
+    "train_crossentropyloss": "loss",
+    "ce_loss": "loss",
+    "train_ce_loss": "loss",
+    "loss_step": "loss",
+    "avg_loss": "loss",
+    # learning rate
+    "lr": "lr",
+    "learning_rate": "lr",
+    "learningrate": "lr",
+    "lr_0": "lr",
+    "lr_group0": "lr",
+    "base_lr": "lr",
+    "optim_lr": "lr",
+    "lr_default": "lr",
+    # norms
+    "grad_norm": "grad_norm",
+    "gradnorm": "grad_norm",
+    "gnorm": "grad_norm",
+    "total_grad_norm": "grad_norm",
+    "optim_total_grad_norm": "grad_norm",
+    "grad_norm_total": "grad_norm",
+    "param_norm": "param_norm",
+    "params_norm": "param_norm",
+    "act_norm": "act_norm",
+    "actv_norm": "act_norm",
+    "activation_norm": "act_norm",
+    # fp16
+    "loss_scale": "loss_scale",
+    "lossscale": "loss_scale",
+    "number_of_skipped_iterations": "skipped",
+    "skipped": "skipped",
+    "number_of_nan_iterations": "nan_count",
+    # progress
+    "consumed_samples": "samples",
+    "consumed_tokens": "tokens",
+    "tokens": "tokens",
+    "trained_tokens": "tokens",
+    "tokens_seen": "tokens",
+    "global_batch_size": "batch_size",
+    "batch_size": "batch_size",
+    "bsz": "batch_size",
+    # time per step (values in seconds after their unit is applied)
+    "time": "step_time_s",
+    "step_time": "step_time_s",
+    "iter_time": "step_time_s",
+    "iter_time_s": "step_time_s",
+    "batch_time": "step_time_s",
+    "time_per_step": "step_time_s",
+    "train_step_time": "step_time_s",
+    "train_step_timing": "step_time_s",
+    "train_step_timing_in_s": "step_time_s",
+    "elapsed_time_per_iteration_ms": "step_time_s",
+    "elapsed_time_per_iteration_s": "step_time_s",
+    "step_time_s": "step_time_s",
+}
+# columns whose values are times: a unit printed with them (ms, s) scales to seconds
+TIME_COLUMNS = {"step_time_s"}
+# columns held as integers
+INT_COLUMNS = {"step", "skipped", "nan_count", "samples", "tokens", "batch_size", "epoch"}
+# key suffixes that state the unit in the key itself
+_KEY_UNITS = {"_ms": "ms", "_in_ms": "ms", "_s": "s", "_in_s": "s", "_sec": "s"}
+NAMESPACES = ("train_", "training_", "trainer_", "optim_", "optimizer_", "metrics_")
+
+
+def norm(key: str) -> str:
+    """A key as the table spells it."""
+    return re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
+
+
+def canonical(key: str, extra: dict[str, str] | None = None) -> str | None:
+    """The canonical column of a printed key, or None when it has none."""
+    k = norm(key)
+    for table in (extra or {}, ALIASES):
+        if k in table:
+            return table[k]
+    for ns in NAMESPACES:
+        if k.startswith(ns) and k[len(ns) :] in ALIASES:
+            return ALIASES[k[len(ns) :]]
+    return None
+
+
+def key_unit(key: str) -> str:
+    """The unit a key names itself (``elapsed time per iteration (ms)`` -> ``ms``)."""
+    k = norm(key)
+    for suffix, unit in _KEY_UNITS.items():
+        if k.endswith(suffix):
+            return unit
+    return ""
+
+
+def column_of(key: str) -> str:
+    """A key without a canonical column as a column name of its own (snake_case)."""
+    name = norm(re.sub(r"\([^)]*\)\s*$", "", key)) or "field"
+    return f"{name}_field" if name in {"line", "segment", "source", "time", "type"} else name

@@ -1,0 +1,78 @@
+"""What logs put around a record, taken off in vectorized passes.
+
+Colour codes, quote marks of a paste (``> ``), typographic quotes, launcher and rank
+tags (``[rank0]:``, ``[default3]:``, ``0:``, ``host: ``), logger headers
+(``2024-05-01 12:00:00,123 - root - INFO - ``, ``[04/01 12:00:00 d2.utils.events]:``,
+``I0501 12:00:00.123 file.py:12]``) and tqdm redraws (carriage returns: the last
+drawn state that holds values is kept). The first time stamp of a line is kept in
+``stamp`` for the ``time`` column.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07"
+QUOTE = r"^(?:\s*>)+ ?"
+# launcher / rank tags, possibly several (``[rank0]:[titan] ``, ``host: [default1]: ``)
+RANK = (
+    r"^\s*(?:(?:\[(?:rank|default|RANK|Rank)?\s*\d+\]\s*:?|\[\d+(?:,\d+)*\]<std(?:out|err)>:?"
+    r"|[\w.-]+:\s+\[default\d+\]:|\d{1,5}:(?:\s|$))\s*)+"
+)
+# date-time stamps in the common spellings; the year may be missing (detectron2)
+STAMP = (
+    r"(?:\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\d{2}/\d{2} \d{2}:\d{2}:\d{2})"
+)
+# a header that ends in a log level or a logger name, after a stamp
+HEADER = (
+    rf"^\s*\[?{STAMP}\]?(?:\s*[-|,]?\s*(?:\[?[\w.:/<>-]+\]?\s*[-|:]\s*)*?"
+    r"(?:\[?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|I|W)\]?)?\s*[-|:>\]]*\s*)"
+)
+_TYPO = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "}
+
+
+def cleaned(text: pl.Expr) -> list[pl.Expr]:
+    """``s`` (the line without decoration) and ``stamp`` (its first time stamp)."""
+    s = text.str.replace_all(ANSI, "")
+    for a, b in _TYPO.items():
+        s = s.str.replace_all(a, b, literal=True)
+    s = s.str.replace(QUOTE, "")
+    s = _last_redraw(s)
+    s = s.str.replace(RANK, "")
+    stamp = s.str.extract(f"({STAMP})", 1)
+    return [s.str.strip_chars().alias("s"), stamp.alias("stamp")]
+
+
+def _last_redraw(s: pl.Expr) -> pl.Expr:
+    """A line redrawn with carriage returns: the last part that holds a ``:`` or ``=``
+    value or a dict, else the last non-empty part."""
+    parts = s.str.split("\r")
+    valued = parts.list.eval(pl.element().filter(pl.element().str.contains(r"[:=]\s*[-+.\d]|\{")))
+    last = parts.list.eval(pl.element().filter(pl.element().str.strip_chars() != ""))
+    pick = pl.coalesce(valued.list.last(), last.list.last(), pl.lit(""))
+    return pl.when(s.str.contains("\r", literal=True)).then(pick).otherwise(s)
+
+
+def strip_header(s: pl.Expr) -> pl.Expr:
+    """The line without its leading stamp-and-logger header."""
+    return s.str.replace(HEADER, "")
+
+
+_FORMATS = (
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y/%m/%d %H:%M:%S",
+)
+
+
+def stamp_times(stamps: pl.Series) -> pl.Series:
+    """Stamps -> UTC datetimes (null where a stamp does not read, or lacks a year)."""
+    base = stamps.str.replace(r"[.,]\d+.*$", "").str.replace(r"(Z|[+-]\d{2}:?\d{2})$", "")
+    out = pl.Series("time", [None] * len(stamps), dtype=pl.Datetime("us", "UTC"))
+    frac = stamps.str.extract(r"[.,](\d+)", 1)
+    for fmt in _FORMATS:
+        t = base.str.strptime(pl.Datetime("us"), fmt, strict=False)
+        out = out.fill_null(t.dt.replace_time_zone("UTC"))
+    micros = frac.str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
+    return (out + micros.cast(pl.Duration("us"))).alias("time")

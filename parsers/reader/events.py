@@ -1,0 +1,130 @@
+"""Event lines every framework prints in some spelling: crashes, resumes, checkpoint
+saves, fp16 overflows, configuration echoes. Lines are selected in one vectorized
+pass (:data:`ANY`); only the selected lines are read here, one by one."""
+
+from __future__ import annotations
+
+import re
+
+from logbook.schema import (
+    CheckpointSave,
+    ConfigChange,
+    EventBase,
+    HardwareFailure,
+    LrChange,
+    OverflowSkip,
+    Restart,
+    Source,
+)
+
+# Crash evidence, most specific first: a crash's cause is the first one found.
+CRASH_CAUSES = [
+    ("ecc", r"ECC error|cudaErrorECCUncorrectable|uncorrectable ECC"),
+    ("bus_error", r"[Bb]us error"),
+    (
+        "nccl_timeout",
+        r"collective operation timeout|Watchdog caught collective|Some NCCL operations have "
+        r"failed or timed out|NCCL\S* .*?(?:timed out|[Tt]imeout)",
+    ),
+    (
+        "oom",
+        r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|[Rr]an out of memory"
+        r"|Cannot allocate memory",
+    ),
+    (
+        "nccl_error",
+        r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError"
+        r"|NCCL communicator was aborted",
+    ),
+    (
+        "cuda_error",
+        r"CUDA error|CUDAError|cudaError|CUBLAS_STATUS_|CUDNN_STATUS_|illegal memory access"
+        r"|device-side assert|NVRM: Xid",
+    ),
+    ("segfault", r"Segmentation fault|SIGSEGV"),
+    ("time_limit", r"DUE TO TIME LIMIT|exiting program after [\d.]+ minutes"),
+    ("node_failure", r"DUE TO NODE FAIL|NODE_FAIL"),
+    ("cancelled", r"CANCELLED AT|Job step aborted"),
+    ("sigkill", r"SIGKILL"),
+    ("sigterm", r"SIGTERM|received signal 15"),
+    (
+        "process_exit",
+        r"[Ee]xited with exit code [1-9]|exits with return code = -?[1-9]|exitcode *: *-?[1-9]",
+    ),
+    ("exception", r"^(?:\w+\.)*\w*(?:Error|Exception):"),
+]
+RESUME = (
+    r"(?i)resum(?:e|ed|ing) (?:training |the training )?from|loading checkpoint|"
+    r"loaded checkpoint|load(?:ed|ing)? (?:model )?(?:state )?from checkpoint|"
+    r"continuing training from|restor(?:ed|ing) (?:from )?checkpoint|"
+    r"resume_from_checkpoint|auto[- ]?resum"
+)
+SAVE = (
+    r"(?i)sav(?:e|ed|ing) (?:model )?(?:checkpoint|ckpt|model)|checkpoint saved|"
+    r"saved checkpoint|Saving (?:model )?weights|saving model to"
+)
+OVERFLOW = (
+    r"OVERFLOW!|[Gg]radient overflow|overflow detected|Skipping step|skipping step|"
+    r"Attempted loss scale|loss scale (?:reduced|decreased)|setting loss scale to"
+)
+OVERRIDE = r"^Overriding: (\w+) = (.+)$|^(?:--)?(learning_rate|lr)\s*[=:]\s*([-+.\deE]+)\s*$"
+ANY = "|".join(
+    f"(?:{p})" for p in [RESUME, SAVE, OVERFLOW, OVERRIDE] + [p for _, p in CRASH_CAUSES]
+)
+# lines of a Python traceback after its first line (indented source and frames)
+TRACEBACK_BODY = (
+    r"^Traceback \(most recent call last\)|^\s+(?:File \"|\S)|^\s*\^+\s*$|^During"
+    r" handling of the above|^The above exception"
+)
+
+_CAUSES = [(c, re.compile(p)) for c, p in CRASH_CAUSES]
+_RESUME = re.compile(RESUME)
+_SAVE = re.compile(SAVE)
+_OVERFLOW = re.compile(OVERFLOW)
+_OVERRIDE = re.compile(OVERRIDE)
+_STEP = re.compile(r"(?i)(?:iteration|iter|step|global_step|global step)[\s:=]*(\d+)")
+_SCALES = re.compile(
+    r"(?i)(?:attempted loss scale|loss scale)\D{0,12}?([\d.eE+-]+)\D{1,30}?(?:reducing|setting|"
+    r"to)\D{0,12}?([\d.eE+-]+)"
+)
+_LR_KEYS = {"learning_rate", "lr", "max_lr"}
+TEXT_MAX = 300
+
+
+def read_event(s: str, line: int, name: str) -> EventBase | None:
+    """The event one selected line states, or None."""
+    src = Source(file=name, line=line)
+    text = s[:TEXT_MAX]
+    step = _step(s)
+    if m := _OVERRIDE.match(s):
+        key, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        number = _float(value)
+        if key in _LR_KEYS and number is not None:
+            return LrChange(new=number, manual=True, source=src, text=text)
+        return ConfigChange(key=key, new=value.strip()[:TEXT_MAX], source=src, text=text)
+    if _OVERFLOW.search(s):
+        m = _SCALES.search(s)
+        old, new = (_float(m.group(1)), _float(m.group(2))) if m else (None, None)
+        return OverflowSkip(step=step, attempted_scale=old, new_scale=new, source=src, text=text)
+    for cause, rx in _CAUSES:
+        if rx.search(s):
+            return HardwareFailure(cause=cause, step=step, source=src, text=text)
+    if _RESUME.search(s):
+        return Restart(resume_step=step, source=src, text=text)
+    if _SAVE.search(s):
+        return CheckpointSave(step=step, source=src, text=text)
+    return None
+
+
+def _step(s: str) -> int | None:
+    m = _STEP.search(s)
+    if not m or len(m.group(1)) > 18:
+        return None
+    return int(m.group(1))
+
+
+def _float(v: str) -> float | None:
+    try:
+        return float(v.strip().rstrip(",;"))
+    except ValueError:
+        return None

@@ -1,0 +1,71 @@
+"""The tolerant reader behind a framework's own layout reader.
+
+A framework with a fast layout reader (Megatron, metaseq, fairseq, nanoGPT,
+torchtitan) names a ``TOLERANT`` spec; the lines its layout reader leaves unrecognized
+are read again by :mod:`parsers.reader`, and the records with a loss found there (a
+field more or less, another prefix, ``lm loss: NAN``, another number style) join the
+metrics, with a caveat that counts them. Nothing else changes: lines the layout reader
+used keep their meaning.
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import polars as pl
+
+from logbook.parsed import Parsed
+from parsers import reader
+
+LN2 = math.log(2.0)
+CONTEXT = 2000  # lines from the start of the file read with the lines left, for their shapes
+
+
+def with_fallback(module: ModuleType, lines: pl.DataFrame, name: str) -> Parsed:
+    """``module.parse`` of the lines, with the tolerant reader on what it left."""
+    parsed = module.parse(lines, name)
+    spec = getattr(module, "TOLERANT", None)
+    if spec is None or parsed.unrecognized.len() == 0:
+        return parsed
+    # the lines left, read beside a sample of the file, whose whole records teach the
+    # reader the shapes that a cut or glued line begins
+    left_lines = parsed.unrecognized.implode()
+    rest = lines.filter(pl.col("line").is_in(left_lines) | (pl.col("line") <= CONTEXT))
+    extra = reader.read(rest, name, spec)
+    found = extra.metrics.filter(pl.col("line").is_in(left_lines))
+    extra.events = [
+        e for e in extra.events if e.source and e.source.line in set(parsed.unrecognized)
+    ]
+    if "loss" not in found.columns or found.height == 0 or extra.meta.get("steps_numbered"):
+        return parsed
+    found = found.filter(pl.col("step").is_not_null() & pl.col("loss").is_not_null())
+    if found.height == 0:
+        return parsed
+    used = set(found.get_column("line").to_list())
+    used |= {e.source.line for e in extra.events if e.source and e.source.line}
+    left = parsed.unrecognized.filter(~parsed.unrecognized.is_in(list(used)))
+    metrics = _merged(parsed.metrics, found)
+    caveat = f"{found.height} records read by the tolerant reader (not in the {module.NAME} layout)"
+    meta = dict(parsed.meta)
+    meta["caveats"] = [*meta.get("caveats", []), caveat]
+    meta["continued_lines"] = meta.get("continued_lines", 0) + extra.meta.get("continued_lines", 0)
+    events = sorted([*parsed.events, *extra.events], key=lambda e: e.source.line if e.source else 0)
+    return Parsed(
+        metrics=metrics, events=events, meta=meta, unrecognized=left, ignored=parsed.ignored
+    )
+
+
+def _merged(base: pl.DataFrame, found: pl.DataFrame) -> pl.DataFrame:
+    """``found`` rows in ``base``'s column types, the two in line order."""
+    found = found.select(
+        pl.col(c).cast(base.schema[c], strict=False) if c in base.columns else pl.col(c)
+        for c in found.columns
+    )
+    return pl.concat([base, found], how="diagonal_relaxed").sort("line", maintain_order=True)
+
+
+def bits_to_nats(metrics: pl.DataFrame) -> pl.DataFrame:
+    """fairseq/metaseq losses are logged in bits: stored in nats."""
+    fix = [pl.col(c) * LN2 for c in ("loss", "nll_loss") if c in metrics.columns]
+    return metrics.with_columns(fix) if fix else metrics

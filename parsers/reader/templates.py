@@ -1,0 +1,230 @@
+"""Line shapes -> templates: which value of a line is which column.
+
+A line's *shape* is the line with every value replaced by ``#`` (and runs of white
+space made one space): the records a logger prints over and over share one shape. For
+each shape, one example line is read here, in Python, into a :class:`Template`: for
+the n-th value of the line, its key (the words before it, up to the previous value or
+separator), its unit (what is glued after it), and the column it goes to. Everything
+else happens in columns (:mod:`parsers.reader.extract`).
+
+Keys are found the way a person reads them: ``key: v``, ``key=v``, ``key v``,
+``| key v |``, ``'key': v`` / ``"key": "v"`` (Python or JSON dicts); a value right
+after ``/`` is the total of the one before (``10/ 500000``, ``[ 40/1251]``); one in
+parentheses after another is its running mean (``loss: 6.91 (6.93)``); a value with no
+key at the start of a line is a step (``1230 | loss 1.23``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from parsers.reader import aliases
+from parsers.reader.numbers import NUMBER_RE, unit_of, unit_scale
+
+_SEP = re.compile(r"[|,;{}\[\]\t]|\s{2,}|\s-\s")
+_TRAIL = " \t:='\"[({<>-"
+_MAX_KEY_WORDS = 6
+# words that say a line reports an evaluation, not a training step
+_EVAL = re.compile(
+    r"(?i)\b(?:val|valid|validation|eval|evaluation|evaluating|test)\b|^(?:eval|val|test)_"
+)
+_EVAL_KEY = re.compile(r"(?i)^(?:val|valid|validation|eval|test|predict)(?:_|/|\s|$)")
+# a dict record printed by Python or as JSON: its keys are quoted
+_DICT = re.compile(r"\{\s*['\"]")
+METRICS = ("loss", "lr", "grad_norm")
+_EPOCH_KEYS = {"epoch", "training_epoch", "train_epoch", "epoch_train"}
+# a step key's rank when a line has several (global_step beats the iteration in its epoch)
+STEP_RANK = {"global_step": 0, "globalstep": 0, "num_updates": 1, "step": 2, "iteration": 3}
+
+
+@dataclass
+class Field:
+    """The n-th value of a line: what it is and where it goes."""
+
+    index: int
+    key: str | None
+    unit: str
+    column: str | None = None  # None: not kept (a total, an unnamed value)
+    scale: float = 1.0
+    role: str = "value"  # value, step, total, mean, position, epoch
+
+
+@dataclass
+class Template:
+    """What one line shape holds. ``kind``: record, header (a step alone, its metrics
+    on the lines that follow), pair (one ``key=value``), validation, summary, or
+    ``None`` (not a metric line)."""
+
+    shape: str
+    kind: str | None
+    fields: list[Field] = field(default_factory=list)
+    dict_line: bool = False
+    count: int = 1  # lines of this shape in the file
+
+    def columns(self) -> list[Field]:
+        return [f for f in self.fields if f.column is not None]
+
+    def step_field(self) -> Field | None:
+        return next((f for f in self.fields if f.role == "step"), None)
+
+    def has(self, column: str) -> bool:
+        return any(f.column == column for f in self.fields)
+
+
+def _key(pre: str) -> str | None:
+    """The key a value's preceding text names, or None."""
+    chunk = _SEP.split(pre.rstrip(_TRAIL))[-1].strip(_TRAIL + " ")
+    if ":" in chunk:  # a logger's ``INFO:root:step`` or ``name:key``
+        chunk = chunk.rsplit(":", 1)[-1].strip()
+    if not chunk or not re.search(r"[A-Za-z]", chunk) or re.search(r"['\"`]", chunk):
+        return None
+    words = chunk.split()
+    if len(words) > _MAX_KEY_WORDS:
+        return None
+    return chunk
+
+
+def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
+    """The values of one example line, with their keys, units and columns."""
+    out: list[Field] = []
+    prev_end = 0
+    for i, m in enumerate(NUMBER_RE.finditer(line)):
+        pre = line[prev_end : m.start()]
+        after = line[m.end() :]
+        unit = unit_of(after)
+        prev_end = m.end() + len(unit)
+        key = _key(pre)
+        stripped = pre.strip(" '\"")
+        f = Field(index=i, key=key, unit=unit)
+        if key is None and out and stripped.endswith("/"):
+            f.role = "total"
+        elif key is None and out and stripped in ("(", "[", "[(") and out[-1].column:
+            f.role = "mean"
+            f.column = f"{out[-1].column}_avg"
+            f.scale = out[-1].scale
+        elif key is None and after[len(unit) :].lstrip().startswith("/"):
+            f.role = "position"
+        elif key is None and i == 0 and not pre.strip(" [(|#"):
+            f.role = "lead"
+        out.append(f)
+        _assign(f, key, unit, extra)
+    return out
+
+
+def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) -> None:
+    if f.role in ("total", "mean", "position", "lead"):
+        return
+    if key is None:
+        if unit == "ms":  # an unnamed time per step (llama2.c's ``| 123.45ms |``)
+            f.column, f.scale = "step_time_s", 1e-3
+        return
+    col = aliases.canonical(key, extra)
+    if col == aliases.STEP:
+        f.role, f.column = "step", "step"
+        return
+    if aliases.norm(key).split("_")[-1] == "epoch" and aliases.norm(key) in _EPOCH_KEYS:
+        f.role, f.column = "epoch", "epoch"
+        return
+    is_time = col in aliases.TIME_COLUMNS
+    if col is None:
+        col = aliases.column_of(key)
+        if unit == "%":
+            col = f"{col}_pct"
+    f.column = col
+    f.scale = unit_scale(unit or aliases.key_unit(key), is_time)
+
+
+def template(shape: str, example: str, extra: dict[str, str] | None = None) -> Template:
+    """The template of one shape, read from one of its lines."""
+    fields = read_fields(example, extra)
+    t = Template(shape=shape, kind=None, fields=fields, dict_line=bool(_DICT.search(example)))
+    _one_step(t)
+    _dedupe(t)
+    t.kind = _kind(t, example)
+    if t.kind == "record":
+        _lead_step(t)
+    return t
+
+
+def _one_step(t: Template) -> None:
+    """Several step keys on one line: the most global one is the step, the others
+    keep their own columns."""
+    steps = [f for f in t.fields if f.role == "step"]
+    if len(steps) < 2:
+        return
+    best = min(steps, key=lambda f: STEP_RANK.get(aliases.norm(f.key or ""), 5))
+    for f in steps:
+        if f is not best:
+            f.role, f.column = "value", aliases.column_of(f.key or "step")
+
+
+def _dedupe(t: Template) -> None:
+    """Two keys on one column (``loss`` and ``lm loss``): the first keeps it."""
+    seen: set[str] = set()
+    for f in t.fields:
+        if f.column is None:
+            continue
+        if f.column in seen:
+            f.column = aliases.column_of(f.key) if f.key else None
+            if f.column in seen:
+                f.column = None
+        if f.column is not None:
+            seen.add(f.column)
+
+
+def _kind(t: Template, example: str) -> str | None:
+    keys = [f.key for f in t.fields if f.key]
+    metrics = [f for f in t.fields if f.column in METRICS or (f.key and "loss" in f.key.lower())]
+    has_step = t.step_field() is not None
+    evaluative = any(_EVAL_KEY.match(k) for k in keys) and not _training_fields(t)
+    if evaluative or (_EVAL.search(example) and not _train_loss(t)):
+        return "validation" if metrics or evaluative else None
+    if t.dict_line and any(aliases.norm(k).startswith("train_runtime") for k in keys):
+        return "summary"
+    lead = t.fields and t.fields[0].role in ("lead", "position")
+    if metrics and (has_step or t.dict_line or lead or _epoch_position(t)):
+        return "record"
+    if has_step and not metrics:
+        return "header"
+    if len(t.fields) == 1 and t.fields[0].key and not has_step and "=" in example:
+        return "pair"
+    return None
+
+
+def _training_fields(t: Template) -> bool:
+    """A line that also carries what only a training step reports (lr, grad norm, step
+    time, a batch count): a record with validation values appended (NeMo)."""
+    train = {"lr", "grad_norm", "step_time_s", "batch_size", "samples", "tokens", "loss_scale"}
+    return _train_loss(t) and any(f.column in train for f in t.fields)
+
+
+def _train_loss(t: Template) -> bool:
+    return any(f.column == "loss" and f.key and not _EVAL_KEY.match(f.key) for f in t.fields)
+
+
+def _epoch_position(t: Template) -> bool:
+    roles = [f.role for f in t.fields]
+    return "epoch" in roles and "position" in roles
+
+
+def _lead_step(t: Template) -> None:
+    """A record without a named step: its leading value, or the position within its
+    epoch, is the step."""
+    if t.step_field() is not None:
+        return
+    first = t.fields[0] if t.fields else None
+    if first is not None and first.role in ("lead", "position") and not _epoch_position(t):
+        first.role, first.column = "step", "step"
+
+
+def truncated(shape: str, records: list[Template]) -> Template | None:
+    """The record template a line cut short (at the end of a paste) begins, if any:
+    its shape is the start of a record shape, with at least a step and one value."""
+    if shape.count("#") < 2:
+        return None
+    cut = re.sub(r"[#\w.]+$", "", shape).rstrip()
+    for t in records:
+        if t.shape != shape and t.shape.startswith(cut) and len(cut) >= 0.3 * len(t.shape):
+            return t
+    return None

@@ -1,0 +1,134 @@
+"""Plain metric tables: CSV or TSV with a header (``step,loss,lr,...``), as training
+scripts write them next to their logs, and Parquet tables that are not logbook's own.
+
+The step is the column the alias table calls the step (``step``, ``iteration``,
+``global_step``, ...); a table with none but an ``epoch`` column is a per-epoch table
+whose epochs are its steps (a caveat says so). Other columns go through the alias table
+(``train/loss`` -> ``loss``, ``x/lr`` -> ``lr``); columns without a number stay out.
+Collector ``#`` comments above the header are ignored.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import polars as pl
+
+from logbook.errors import InputError
+from logbook.parsed import Parsed
+from parsers.columns import with_core
+from parsers.reader import aliases
+from parsers.reader.numbers import to_float
+
+NAME = "csv"
+DESCRIPTION = "a plain metrics table: CSV/TSV with a header (step,loss,lr,...) or Parquet"
+EXAMPLE = "step,loss,lr,grad_norm"
+MAPS = (
+    "the step column (step/iteration/global_step/..., else epoch) -> step; other headers "
+    "through the alias table (loss/train_loss/train/loss->loss, lr/learning_rate/x/lr->lr, ...)"
+)
+SNIFF_MAX = 60
+_SEPARATORS = (",", "\t")
+
+
+def _header(head: list[str]) -> tuple[list[str], str, list[str]] | None:
+    body = [h for h in head if h.strip() and not h.startswith("#")]
+    if len(body) < 2:
+        return None
+    for sep in _SEPARATORS:
+        cols = [c.strip().strip('"').strip() for c in body[0].split(sep)]
+        if len(cols) >= 2 and all(b.count(sep) == len(cols) - 1 for b in body[1:20]):
+            return cols, sep, body[1:]
+    return None
+
+
+def _step_column(cols: list[str]) -> str | None:
+    steps = [c for c in cols if aliases.canonical(c) == aliases.STEP]
+    if steps:
+        return steps[0]
+    return next((c for c in cols if aliases.norm(c) == "epoch"), None)
+
+
+def sniff(head: list[str]) -> int:
+    """60 for a header with a step (or epoch) column and a loss-like column, over rows
+    of as many fields."""
+    found = _header(head)
+    if found is None:
+        return 0
+    cols, _, rows = found
+    if _step_column(cols) is None or not any("loss" in c.lower() for c in cols):
+        return 0
+    if not all(re.match(r"^\s*\"?[-+.\d]", r) for r in rows[:20]):
+        return 0
+    return SNIFF_MAX
+
+
+def parse(lines: pl.DataFrame, name: str) -> Parsed:
+    text = lines.get_column("text")
+    skip = text.str.starts_with("#") | (text.str.strip_chars() == "")
+    body = lines.filter(~skip)
+    found = _header(body.get_column("text").head(50).to_list())
+    if found is None:
+        raise InputError(f"{name}: not a readable metrics table")
+    _, sep, _ = found
+    payload = "\n".join(body.get_column("text").to_list()) + "\n"
+    try:
+        raw = pl.read_csv(io.StringIO(payload), separator=sep, infer_schema=False)
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"{name}: not a readable metrics table ({type(exc).__name__})") from None
+    raw = raw.rename({c: c.strip() for c in raw.columns})
+    raw = raw.with_columns(body.get_column("line").slice(1, raw.height).alias("line"))
+    metrics, caveats = table_metrics(raw)
+    return Parsed(metrics=metrics, meta={"caveats": caveats}, ignored=int(skip.sum()) + 1)
+
+
+def table_metrics(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """A table of text or number columns (plus ``line``) as canonical metrics."""
+    cols = [c for c in raw.columns if c != "line"]
+    step = _step_column(cols)
+    caveats = []
+    if step is not None and aliases.canonical(step) != aliases.STEP:
+        caveats.append(f"no step column: the {step!r} column is the step (one row an epoch)")
+    exprs: dict[str, pl.Expr] = {}
+    for c in cols:
+        value = pl.col(c).cast(pl.String).str.strip_chars().str.strip_chars('"')
+        number = to_float(value)
+        if c == step:
+            exprs["step"] = number.round(0).cast(pl.Int64, strict=False).alias("step")
+            continue
+        canon = aliases.canonical(c) or aliases.column_of(c)
+        if canon in exprs or canon == "step":
+            canon = aliases.column_of(c)
+        if canon not in exprs:
+            exprs[canon] = number.alias(canon)
+    out = raw.select(pl.col("line"), *exprs.values())
+    keep = [c for c in out.columns if c in ("line", "step") or out[c].is_not_null().any()]
+    return with_core(out.select(keep)), caveats
+
+
+def sniff_path(path: Path) -> int:
+    """60 for a Parquet table with a step column and no logbook header."""
+    if path.suffix.lower() != ".parquet" or not path.is_file():
+        return 0
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, ValueError):
+        return 0
+    if schema.metadata and b"logbook" in schema.metadata:
+        return 0
+    return SNIFF_MAX if _step_column(list(schema.names)) else 0
+
+
+def read_path(path: Path) -> list[Parsed]:
+    try:
+        raw = pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(f"{path}: not a readable Parquet table ({type(exc).__name__})") from None
+    raw = raw.with_columns(pl.int_range(1, raw.height + 1, dtype=pl.Int64).alias("line"))
+    metrics, caveats = table_metrics(raw)
+    meta = {"file": str(path), "lines": raw.height, "caveats": caveats}
+    return [Parsed(metrics=metrics, meta=meta)]

@@ -1,0 +1,38 @@
+"""Any text log whose lines repeat a step-and-metrics shape, in no known layout.
+
+Read by the tolerant reader (:mod:`parsers.reader`) with the common key aliases only;
+the run's metadata says which printed key became which column (a caveat), so that a
+guess can be checked. Other formats score higher when they recognize their own lines.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from logbook.parsed import Parsed
+from parsers import reader
+
+NAME = "text"
+DESCRIPTION = "any log of repeated step-and-metrics lines (key: value, key=value, dicts)"
+EXAMPLE = "step 120 | loss 2.3456 | lr 3.0e-04 | grad_norm 0.91 | 412.5ms"
+MAPS = (
+    "keys through the common alias table (step/iter/iteration/global_step->step, loss/"
+    "train_loss/lm loss->loss, lr/learning_rate->lr, grad_norm/gnorm->grad_norm, time->"
+    "step_time_s, ...); other keys kept in snake_case; units (ms, s, %, k) applied"
+)
+SNIFF_MAX = 20
+
+
+def sniff(head: list[str]) -> int:
+    """20 with two or more records of a repeated shape, 10 with one."""
+    n = reader.sniff_records(head)
+    return 20 if n >= 2 else 10 if n == 1 else 0
+
+
+def parse(lines: pl.DataFrame, name: str) -> Parsed:
+    parsed = reader.read(lines, name)
+    mapping = parsed.meta.get("columns_from", {})
+    if mapping:
+        told = ", ".join(f"{k!s}->{c}" for c, k in mapping.items())
+        parsed.meta.setdefault("caveats", []).append(f"read as generic text: {told}")
+    return parsed
