@@ -111,19 +111,18 @@ def sniff(path: str | Path) -> str:
         )
     if p.suffix == ".parquet":
         return "logbook"
+    if p.suffix.lower() in PROSE_SUFFIXES:  # markdown is prose, whatever log lines it quotes
+        return "chronicle"
     head = head_lines(p, SNIFF_LINES)
-    prose = p.suffix.lower() in PROSE_SUFFIXES
     scores: dict[str, int] = {}
     for name, mod in FORMATS.items():
         # a format that scores at most SNIFF_MAX is not asked once an earlier one has
         # scored that much (it could not win: a tie goes to the earlier format)
         cap = getattr(mod, "SNIFF_MAX", None)
-        if cap is not None and not prose and max(scores.values(), default=0) >= cap:
+        if cap is not None and max(scores.values(), default=0) >= cap:
             scores[name] = 0
         else:
             scores[name] = mod.sniff(head)
-    if prose and scores["chronicle"] > 0:
-        return "chronicle"
     best = max(scores, key=lambda k: scores[k])
     if scores[best] <= 0:
         if not any(line.strip() for line in head):

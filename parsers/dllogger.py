@@ -31,12 +31,14 @@ MAPS = (
 SNIFF_MAX = 85
 MARK = re.compile("^\\s*DLL \\d{4}-\\d{2}-\\d{2}")
 SPEC = Spec(
+    rewrite=((r"(- )\((\d+), (\d+)\)", "${1}epoch: ${2} iteration: ${3} "),),
+    any_value=True,
     aliases={
         "training_iteration": "step",
         "train_iteration": "step",
         "iteration": "step",
         "train_loss": "loss",
-    }
+    },
 )
 
 

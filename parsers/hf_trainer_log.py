@@ -39,5 +39,34 @@ def sniff(head: list[str]) -> int:
     return sniff_marked(head, MARK, SPEC, SNIFF_MAX)
 
 
+BAR = r"(\d+)/\d+ \["  # a tqdm bar's position: ``380/2724 [14:02:33<...]``
+NEAR = 3  # lines between a record and the bar that gives its step, at most
+
+
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
-    return reader.read(lines, name, SPEC)
+    parsed = reader.read(lines, name, SPEC)
+    if parsed.meta.get("steps_numbered") and parsed.metrics.height:
+        _bar_steps(parsed, lines)
+    return parsed
+
+
+def _bar_steps(parsed: Parsed, lines: pl.DataFrame) -> None:
+    """Records printed beside a progress bar take its position as their step: the
+    last bar drawn before the record, else the first one after it."""
+    bars = lines.select(
+        "line", pl.col("text").str.extract_all(BAR).list.last().str.extract(r"(\d+)", 1)
+    ).filter(pl.col("text").is_not_null())
+    if bars.height == 0:
+        return
+    bars = bars.select("line", pl.col("text").cast(pl.Int64, strict=False).alias("bar"))
+    rec = parsed.metrics.select("line").with_row_index("i")
+    before = rec.join_asof(bars, on="line", strategy="backward", tolerance=NEAR)
+    after = rec.join_asof(bars, on="line", strategy="forward", tolerance=NEAR)
+    step = before.get_column("bar").fill_null(after.get_column("bar"))
+    if step.null_count() or not step.is_sorted():
+        return
+    parsed.metrics = parsed.metrics.with_columns(step.alias("step"))
+    parsed.meta["caveats"] = [
+        c for c in parsed.meta.get("caveats", []) if not c.startswith("no step printed")
+    ] + ["no step printed: each record's step is the position of the progress bar beside it"]
+    parsed.meta["steps_numbered"] = False

@@ -54,7 +54,8 @@ CONFIG_HEAD = "Overriding config with "
 SNIFF_MAX = 90  # the highest score sniff gives
 
 
-TOLERANT = Spec()  # the tolerant reader behind the layout reader (parsers.reader.fallback)
+# the tolerant reader behind the layout reader (parsers.reader.fallback)
+TOLERANT = Spec()
 
 
 def sniff(head: list[str]) -> int:

@@ -67,7 +67,8 @@ TZ_CAVEAT = "torchtitan: log times carry no zone: read as UTC"
 SNIFF_MAX = 90  # the highest score sniff gives
 
 
-TOLERANT = Spec()  # the tolerant reader behind the layout reader (parsers.reader.fallback)
+# the tolerant reader behind the layout reader (parsers.reader.fallback)
+TOLERANT = Spec()
 
 
 def sniff(head: list[str]) -> int:

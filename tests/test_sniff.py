@@ -45,9 +45,9 @@ def test_sniff_max_bounds_every_score(path: Path) -> None:
 def test_skipping_gives_the_format_full_scoring_gives(path: Path) -> None:
     scores = _full_scores(path)
     best = max(scores, key=lambda k: scores[k])
-    if path.suffix in parsers.PROSE_SUFFIXES and scores["chronicle"] > 0:
+    if path.suffix in parsers.PROSE_SUFFIXES:  # markdown is read as prose, always
         best = "chronicle"
-    if scores[best] <= 0:  # not a log (a replay config, a report input)
+    elif scores[best] <= 0:  # not a log (a replay config, a report input)
         with pytest.raises(InputError, match="unrecognized log format"):
             parsers.sniff(path)
         return

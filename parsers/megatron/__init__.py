@@ -67,7 +67,8 @@ _BANNERS_RE = re.compile(
 SNIFF_MAX = 90  # the highest score sniff gives
 
 
-TOLERANT = Spec()  # the tolerant reader behind the layout reader (parsers.reader.fallback)
+# the tolerant reader behind the layout reader (parsers.reader.fallback)
+TOLERANT = Spec()
 
 
 def sniff(head: list[str]) -> int:

@@ -48,9 +48,9 @@ _FRAMEWORK = re.compile(r"\d \| [A-Z]+ \| (?:metaseq|fairseq)")
 SNIFF_MAX = 90  # the highest score sniff gives
 
 
-TOLERANT = Spec(
-    aliases={"num_updates": "step"}, convert=bits_to_nats
-)  # see parsers.reader.fallback
+# the tolerant reader behind the layout reader (parsers.reader.fallback); a record cut
+# before its num_updates has no step (the position in the epoch is not one)
+TOLERANT = Spec(aliases={"num_updates": "step"}, convert=bits_to_nats, epoch_steps=False)
 
 
 def sniff(head: list[str]) -> int:

@@ -31,6 +31,8 @@ class Spec:
     epoch_steps: bool = True  # ``epoch E ... [i/N]`` without a step key: step E*N + i
     convert: Callable[[pl.DataFrame], pl.DataFrame] | None = None  # column fix-ups
     keep: Callable[[str], bool] | None = None  # which record templates to keep (by shape)
+    rewrite: tuple[tuple[str, str], ...] = ()  # (regex, replacement) on each cleaned line
+    any_value: bool = False  # a step and any named value make a record (no loss logged)
 
 
 DEFAULT = Spec()

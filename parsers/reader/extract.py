@@ -24,9 +24,11 @@ _EXAMPLE_MAX = 4000
 _CUT_MAX = 2  # lines of one shape that may be records cut short (a paste's end, a kill)
 
 
-def prepared(lines: pl.DataFrame) -> pl.DataFrame:
+def prepared(lines: pl.DataFrame, spec: Spec) -> pl.DataFrame:
     """Lines with ``s`` (cleaned), ``stamp``, ``body`` (values only) and ``shape``."""
     df = lines.select("line", "text").with_columns(cleaned(pl.col("text")))
+    for pattern, repl in spec.rewrite:
+        df = df.with_columns(pl.col("s").str.replace_all(pattern, repl))
     body = (
         pl.col("s")
         .str.replace_all(STAMP, " <time> ")
@@ -49,7 +51,7 @@ def templates_of(df: pl.DataFrame, spec: Spec) -> dict[str, Template]:
     )
     out = {}
     for shape, example, n in shapes.iter_rows():
-        out[shape] = template(shape, example[:_EXAMPLE_MAX], spec.aliases)
+        out[shape] = template(shape, example[:_EXAMPLE_MAX], spec.aliases, spec.any_value)
         out[shape].count = n
     return out
 
@@ -59,14 +61,14 @@ def count_records(head: list[str], spec: Spec) -> int:
     if not head:
         return 0
     frame = pl.DataFrame({"line": range(1, len(head) + 1), "text": head})
-    df = prepared(frame)
+    df = prepared(frame, spec)
     temps = templates_of(df, spec)
     kinds = {s for s, t in temps.items() if t.kind == "record"}
     return df.filter(pl.col("shape").is_in(list(kinds))).height if kinds else 0
 
 
 def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
-    df = prepared(lines)
+    df = prepared(lines, spec)
     temps = templates_of(df, spec)
     if spec.keep is not None:
         temps = {s: t for s, t in temps.items() if t.kind != "record" or spec.keep(s)}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from parsers.reader import aliases
 from parsers.reader.numbers import NUMBER_RE, unit_of, unit_scale
 
-_SEP = re.compile(r"[|,;{}\[\]\t]|\s{2,}|\s-\s")
+_SEP = re.compile(r"[|,;{}\[\]\t]|\s{2,}|\s-\s|<time>|<dur>")
 _TRAIL = " \t:='\"[({<>-"
 _MAX_KEY_WORDS = 6
 # words that say a line reports an evaluation, not a training step
@@ -30,10 +30,15 @@ _EVAL = re.compile(
     r"(?i)\b(?:val|valid|validation|eval|evaluation|evaluating|test)\b|^(?:eval|val|test)_"
 )
 _EVAL_KEY = re.compile(r"(?i)^(?:val|valid|validation|eval|test|predict)(?:_|/|\s|$)")
+# a line that announces an evaluation (MetricLogger's ``Test:``, mmengine's ``Epoch(val)``)
+_EVAL_HEAD = re.compile(
+    r"(?:^|[\s\]|:>-])(?:Test|Eval|Evaluation|Validation|Valid|Val|Evaluating)(?::|\s+\[)"
+    r"|\((?:val|test)\)"
+)
 # a dict record printed by Python or as JSON: its keys are quoted
 _DICT = re.compile(r"\{\s*['\"]")
 METRICS = ("loss", "lr", "grad_norm")
-_EPOCH_KEYS = {"epoch", "training_epoch", "train_epoch", "epoch_train"}
+_EPOCH_KEYS = {"epoch", "training_epoch", "train_epoch", "epoch_train", "epochs"}
 # a step key's rank when a line has several (global_step beats the iteration in its epoch)
 STEP_RANK = {"global_step": 0, "globalstep": 0, "num_updates": 1, "step": 2, "iteration": 3}
 
@@ -123,7 +128,7 @@ def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) 
     if col == aliases.STEP:
         f.role, f.column = "step", "step"
         return
-    if aliases.norm(key).split("_")[-1] == "epoch" and aliases.norm(key) in _EPOCH_KEYS:
+    if col == "epoch" or aliases.norm(key) in _EPOCH_KEYS:
         f.role, f.column = "epoch", "epoch"
         return
     is_time = col in aliases.TIME_COLUMNS
@@ -135,13 +140,16 @@ def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) 
     f.scale = unit_scale(unit or aliases.key_unit(key), is_time)
 
 
-def template(shape: str, example: str, extra: dict[str, str] | None = None) -> Template:
-    """The template of one shape, read from one of its lines."""
+def template(
+    shape: str, example: str, extra: dict[str, str] | None = None, any_value: bool = False
+) -> Template:
+    """The template of one shape, read from one of its lines (``any_value``: a step and
+    any named value make a record, where a framework logs no loss, e.g. throughput)."""
     fields = read_fields(example, extra)
     t = Template(shape=shape, kind=None, fields=fields, dict_line=bool(_DICT.search(example)))
     _one_step(t)
     _dedupe(t)
-    t.kind = _kind(t, example)
+    t.kind = _kind(t, example, any_value)
     if t.kind == "record":
         _lead_step(t)
     return t
@@ -173,17 +181,19 @@ def _dedupe(t: Template) -> None:
             seen.add(f.column)
 
 
-def _kind(t: Template, example: str) -> str | None:
+def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
     keys = [f.key for f in t.fields if f.key]
     metrics = [f for f in t.fields if f.column in METRICS or (f.key and "loss" in f.key.lower())]
     has_step = t.step_field() is not None
     evaluative = any(_EVAL_KEY.match(k) for k in keys) and not _training_fields(t)
+    evaluative = evaluative or bool(_EVAL_HEAD.search(example))
     if evaluative or (_EVAL.search(example) and not _train_loss(t)):
         return "validation" if metrics or evaluative else None
     if t.dict_line and any(aliases.norm(k).startswith("train_runtime") for k in keys):
         return "summary"
     lead = t.fields and t.fields[0].role in ("lead", "position")
-    if metrics and (has_step or t.dict_line or lead or _epoch_position(t)):
+    counted = has_step or lead or _epoch_position(t) or _counted(t)
+    if (metrics and (counted or t.dict_line)) or (any_value and counted and len(keys) >= 1):
         return "record"
     if has_step and not metrics:
         return "header"
@@ -197,6 +207,12 @@ def _training_fields(t: Template) -> bool:
     time, a batch count): a record with validation values appended (NeMo)."""
     train = {"lr", "grad_norm", "step_time_s", "batch_size", "samples", "tokens", "loss_scale"}
     return _train_loss(t) and any(f.column in train for f in t.fields)
+
+
+def _counted(t: Template) -> bool:
+    """A value with its total (``[  40/5000000]``) that is not a metric."""
+    pairs = zip(t.fields, t.fields[1:], strict=False)
+    return any(g.role == "total" and f.column not in METRICS for f, g in pairs)
 
 
 def _train_loss(t: Template) -> bool:
@@ -213,18 +229,28 @@ def _lead_step(t: Template) -> None:
     epoch, is the step."""
     if t.step_field() is not None:
         return
+    if _epoch_position(t):
+        return
     first = t.fields[0] if t.fields else None
-    if first is not None and first.role in ("lead", "position") and not _epoch_position(t):
+    if first is not None and first.role in ("lead", "position"):
         first.role, first.column = "step", "step"
+        return
+    # a count with its total (``Training  [  40/5000000]``): the step of the line
+    for f, g in zip(t.fields, t.fields[1:], strict=False):
+        if g.role == "total" and f.column not in METRICS:
+            f.role, f.column = "step", "step"
+            return
 
 
 def truncated(shape: str, records: list[Template]) -> Template | None:
     """The record template a line cut short (at the end of a paste) begins, if any:
     its shape is the start of a record shape, with at least a step and one value."""
-    if shape.count("#") < 2:
-        return None
+    n = shape.count("#")
     cut = re.sub(r"[#\w.]+$", "", shape).rstrip()
     for t in records:
-        if t.shape != shape and t.shape.startswith(cut) and len(cut) >= 0.3 * len(t.shape):
+        if t.shape == shape or not t.shape.startswith(cut) or len(cut) < 0.3 * len(t.shape):
+            continue
+        step = t.step_field() or next((f for f in t.fields if f.role == "position"), None)
+        if step is not None and step.index < n - (0 if shape.endswith("#") else 1) + 1:
             return t
     return None
