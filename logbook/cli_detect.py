@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from logbook.cli_runs import RunOpt, load_runs, run_name
 from logbook.schema import Finding
 
 LogArgs = Annotated[
@@ -57,6 +58,7 @@ def detect(
     list_: Annotated[
         bool, typer.Option("--list", help="Print the detectors, their thresholds and exit.")
     ] = False,
+    run: RunOpt = None,
 ) -> None:
     """Detect spikes, non-finite values, loss-scale collapses, drifts, LR changes,
     divergence, stalls, slowdowns and restarts, with their precursors."""
@@ -72,13 +74,19 @@ def detect(
     if not logs:
         raise UsageError("no log file given (logbook detect LOG...)")
     cfg = _config(config, sets or [])
-    findings, head = _run(logs, fmt, cfg)
-    if as_json:
-        for f in findings:
-            typer.echo(json.dumps(finding_json(f)))
-    else:
-        typer.echo(table(findings, head))
-    if fail_on is not None and _worst(findings) >= _rank(fail_on):
+    worst = 0
+    results = _run(logs, fmt, cfg, run)
+    for i, (findings, head, name) in enumerate(results):
+        if as_json:
+            for f in findings:
+                row = finding_json(f)
+                if len(results) > 1:
+                    row["run"] = row.get("run") or name
+                typer.echo(json.dumps(row))
+        else:
+            typer.echo(("\n" if i else "") + table(findings, head))
+        worst = max(worst, _worst(findings))
+    if fail_on is not None and worst >= _rank(fail_on):
         raise typer.Exit(1)
 
 
@@ -89,20 +97,25 @@ def _config(path: Path | None, sets: list[str]) -> dict:
     return build_config(tables, sets)
 
 
-def _run(logs: list[Path], fmt: str | None, cfg: dict) -> tuple[list[Finding], str]:
-    from logbook.detectors import DETECTORS
-    from logbook.detectors import detect as run_detectors
-    from parsers import read_log
-
+def _run(
+    logs: list[Path], fmt: str | None, cfg: dict, only: str | None = None
+) -> list[tuple[list[Finding], str, str]]:
+    """(findings, headline, run name) for every run in the logs."""
     size = sum(p.stat().st_size for p in logs if p.is_file())
     if size >= PROGRESS_BYTES and sys.stderr.isatty():
         typer.echo(f"reading {len(logs)} file(s), {size / 1e6:,.0f} MB ...", err=True)
-    run = read_log(list(logs), fmt)
-    head = _headline(run)
+    runs = load_runs(list(logs), fmt, run=only)
+    return [(_detect(r, cfg), _headline(r), run_name(r, i)) for i, r in enumerate(runs)]
+
+
+def _detect(run, cfg: dict) -> list[Finding]:
+    from logbook.detectors import DETECTORS
+    from logbook.detectors import detect as run_detectors
+
     if run.metrics.height < PROGRESS_RECORDS or not sys.stderr.isatty():
-        return run_detectors(run, cfg), head
+        return run_detectors(run, cfg)
     with typer.progressbar(length=len(DETECTORS), label="detecting", file=sys.stderr) as bar:
-        return run_detectors(run, cfg, progress=lambda _name: bar.update(1)), head
+        return run_detectors(run, cfg, progress=lambda _name: bar.update(1))
 
 
 def _headline(run) -> str:

@@ -8,9 +8,12 @@ from typing import Annotated
 
 import typer
 
+from logbook.cli_runs import RunOpt, file_stem, load_runs, run_name
 from logbook.run import Run
 
-LogArgs = Annotated[list[Path], typer.Argument(help="Log files of one run (plain or .gz).")]
+LogArgs = Annotated[
+    list[Path], typer.Argument(help="Log files (plain or .gz): a run's launches, in any order.")
+]
 FormatOpt = Annotated[
     str | None, typer.Option("--format", "-f", help="Log format; sniffed when not given.")
 ]
@@ -40,27 +43,47 @@ def parse(
     fmt: FormatOpt = None,
     notes: NotesOpt = None,
     tz: TzOpt = "UTC",
+    run: RunOpt = None,
 ) -> None:
-    """Parse raw logs into one normalized run and print what was read."""
-    from parsers import read_log
+    """Parse raw logs into normalized runs and print what was read. An input that holds
+    several runs gives one summary each; ``-o DIR/`` writes one Parquet file per run."""
     from parsers.chronicle.notes import attach_notes
 
-    run = attach_notes(read_log(list(logs), fmt, tz), list(notes or []), tz)
-    if output is not None:
-        _check_output(output)
-        run.write(output)
-    typer.echo(summary(run))
-    if output is not None:
-        typer.echo(f"wrote {output}")
+    runs = [attach_notes(r, list(notes or []), tz) for r in load_runs(list(logs), fmt, tz, run)]
+    targets = _targets(output, runs) if output is not None else []
+    for i, r in enumerate(runs):
+        if len(runs) > 1:
+            typer.echo(f"run {run_name(r, i)}:")
+        typer.echo(summary(r))
+    for r, path in zip(runs, targets, strict=False):
+        r.write(path)
+        typer.echo(f"wrote {path}")
 
 
-def _check_output(path: Path) -> None:
+def _targets(output: Path, runs: list[Run]) -> list[Path]:
+    """Where each run is written: the output file, or one file per run in a folder."""
     from logbook.errors import UsageError
 
-    if path.suffix not in (".jsonl", ".parquet"):
-        raise UsageError(f"output {path}: name it .jsonl or .parquet")
-    if path.is_dir():
-        raise UsageError(f"output {path}: is a directory")
+    as_dir = output.is_dir() or output.suffix == ""
+    if as_dir:
+        output.mkdir(parents=True, exist_ok=True)
+        names = [file_stem(run_name(r, i)) for i, r in enumerate(runs)]
+        return [output / f"{n}.parquet" for n in _unique(names)]
+    if output.suffix not in (".jsonl", ".parquet"):
+        raise UsageError(f"output {output}: name it .jsonl or .parquet (or DIR/ for one per run)")
+    if len(runs) > 1:
+        names = ", ".join(run_name(r, i) for i, r in enumerate(runs))
+        raise UsageError(f"the input holds {len(runs)} runs ({names}): give --run NAME, or -o DIR/")
+    return [output]
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n}.{seen[n]}")
+    return out
 
 
 def summary(run: Run) -> str:

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from logbook.cli_runs import RunOpt, file_stem, load_runs, run_name
+
 REPORT_FORMATS = ("html", "md")
 
 
@@ -48,6 +50,7 @@ def report(
     no_figures: Annotated[
         bool, typer.Option("--no-figures", help="Leave the figures out (faster).")
     ] = False,
+    run: RunOpt = None,
 ) -> None:
     """Write the audit report of a run: summary, figures, restarts and goodput,
     remedies for each critical spike, and sortable tables of findings and events."""
@@ -62,16 +65,23 @@ def report(
         raise UsageError(f"output {output}: is a directory")
     from logbook.report import build_report, write_report
 
-    run, findings = _analyse(logs, log_format, notes or [], tz, config, sets or [])
-    built = build_report(run, findings, figures=not no_figures)
-    written = write_report(built, output, kind)
-    s = built.summary
-    typer.echo(
-        f"wrote {written[0]}: {s.records:,} records, {len(findings)} finding(s), "
-        f"{len(built.remedies)} remedy(ies), {len(built.figures)} figure(s)"
-    )
-    for extra in written[1:]:
-        typer.echo(f"wrote {extra}")
+    analysed = _analyse(logs, log_format, notes or [], tz, config, sets or [], run)
+    for i, (one, findings) in enumerate(analysed):
+        # several runs in the input: report.html, report.<run 2>.html, ...
+        target = (
+            output
+            if i == 0
+            else output.with_name(f"{output.stem}.{file_stem(run_name(one, i))}{output.suffix}")
+        )
+        built = build_report(one, findings, figures=not no_figures)
+        written = write_report(built, target, kind)
+        s = built.summary
+        typer.echo(
+            f"wrote {written[0]}: {s.records:,} records, {len(findings)} finding(s), "
+            f"{len(built.remedies)} remedy(ies), {len(built.figures)} figure(s)"
+        )
+        for extra in written[1:]:
+            typer.echo(f"wrote {extra}")
 
 
 def _format(output: Path, fmt: str | None) -> str:
@@ -91,17 +101,19 @@ def _analyse(
     tz: str,
     config: Path | None,
     sets: list[str],
+    only: str | None = None,
 ):
-    """Read the run (with its chronicle notes) and run the detectors on it."""
+    """Read the runs (with their chronicle notes) and run the detectors on each."""
     from logbook.detectors import detect
     from logbook.detectors._config import build_config, read_config_file
-    from parsers import read_log
 
     tables = read_config_file(config) if config is not None else None
     cfg = build_config(tables, sets)
-    run = read_log(list(logs), log_format)
-    if notes:
-        from parsers.chronicle.notes import attach_notes
+    out = []
+    for run in load_runs(list(logs), log_format, tz, only):
+        if notes:
+            from parsers.chronicle.notes import attach_notes
 
-        run = attach_notes(run, list(notes), tz)
-    return run, detect(run, cfg)
+            run = attach_notes(run, list(notes), tz)
+        out.append((run, detect(run, cfg)))
+    return out

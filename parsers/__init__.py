@@ -214,6 +214,50 @@ def _read_log(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) ->
     return Run(metrics=metrics, events=events, meta=_meta(parts, stats))
 
 
+def read_logs(
+    paths: list[str | Path] | str | Path, fmt: str | None = None, tz: str = "UTC"
+) -> list[Run]:
+    """Every run in the input, in order: like :func:`read_log`, except that a file that
+    holds several runs (another run appended, a second paste) gives one run each, named
+    ``<name>#2``, ``#3``, ... (see :mod:`parsers.runs`). The files of one run's launches
+    stay one run."""
+    with paused_gc():
+        return _read_logs(paths, fmt, tz)
+
+
+def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -> list[Run]:
+    from parsers.runs import run_starts, split_part
+
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    if not paths:
+        raise UsageError("no log file given")
+    formats = [fmt or sniff(p) for p in paths]
+    if "logbook" in formats or set(formats) == {"chronicle"}:
+        return [_read_log(paths, fmt, tz)]
+    results = [r for p, f in zip(paths, formats, strict=True) for r in parse_path(p, f)]
+    order = order_parts([r[0] for r in results])
+    ranked = sorted(range(len(results)), key=lambda i: order.index(results[i][0]))
+    groups: list[list[tuple[Parsed, ParseStats]]] = [[]]
+    for i in ranked:
+        part, st = results[i]
+        blocks = split_part(part, st, starts) if (starts := run_starts(part)) else [(part, st)]
+        groups[-1].append(blocks[0])
+        groups += [[b] for b in blocks[1:]]
+    runs = []
+    for k, group in enumerate(groups):
+        parts = [g[0] for g in group]
+        stats = [g[1] for g in group]
+        metrics, events = stitch(parts, [s.file for s in stats])
+        run = Run(metrics=metrics, events=events, meta=_meta(parts, stats))
+        if len(groups) > 1:
+            base = run.meta.name or Path(stats[0].file).name
+            run.meta.name = base if k == 0 else f"{base}#{k + 1}"
+            run.meta.caveats.append(f"run {k + 1} of {len(groups)} in this input")
+        runs.append(run)
+    return runs
+
+
 def _meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
     formats = list(dict.fromkeys(s.format for s in stats))
     units: dict[str, str] = {}

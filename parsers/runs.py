@@ -1,0 +1,94 @@
+"""Several runs in one input: where a file holds more than one run, and its blocks.
+
+A step that goes back (or repeats, with other values) is a relaunch of the same run
+only when the log says so: a launch or checkpoint-load line before it (the parsers'
+``restart`` markers), or a resume at a step past the run's start (a rewind to a
+checkpoint). A file whose steps go back to where its run began, with no launch
+evidence, holds another run appended (two jobs writing one ``metrics.json``, two
+pastes in one excerpt); so does one whose clock goes back. Such a file is cut into
+blocks, one per run; nothing is invented as a restart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from logbook.parsed import Parsed
+from logbook.run import ParseStats
+
+_LAUNCH = ("restart",)
+
+
+def run_starts(part: Parsed) -> list[int]:
+    """Line numbers at which a new run begins inside ``part`` (none: one run)."""
+    m = part.metrics
+    if m.height < 2 or "step" not in m.columns:
+        return []
+    steps = m.get_column("step").to_numpy(allow_copy=True)
+    lines = m.get_column("line").to_numpy(allow_copy=True)
+    if np.isnan(steps.astype(float)).all():
+        return []
+    marks = np.sort(
+        np.array(
+            [
+                e.source.line
+                for e in part.events
+                if e.kind in _LAUNCH and e.source and e.source.line
+            ],
+            dtype=np.int64,
+        )
+    )
+    times = _seconds(m)
+    out: list[int] = []
+    first = steps[0]
+    for i in range(1, m.height):
+        a, b = steps[i - 1], steps[i]
+        if a is None or b is None or np.isnan(float(a)) or np.isnan(float(b)):
+            continue
+        clock_back = times is not None and times[i] < times[i - 1]
+        back_to_start = b <= a and b <= first  # a repeated first step too: another job
+        evidence = np.searchsorted(marks, lines[i]) > np.searchsorted(marks, lines[i - 1])
+        if (back_to_start and not evidence) or (b < a and clock_back):
+            out.append(int(lines[i]))
+            first = b
+    return out
+
+
+def _seconds(m: pl.DataFrame) -> np.ndarray | None:
+    if "time" not in m.columns or m.get_column("time").null_count() == m.height:
+        return None
+    t = m.get_column("time").dt.epoch("us").cast(pl.Float64).fill_null(strategy="forward")
+    return t.fill_null(-np.inf).to_numpy()
+
+
+def split_part(
+    part: Parsed, stats: ParseStats, starts: list[int]
+) -> list[tuple[Parsed, ParseStats]]:
+    """``part`` cut before each line in ``starts``: one (part, stats) per block."""
+    bounds = [0, *starts, stats.lines + 1 if stats.lines else 2**62]
+    out = []
+    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False)):
+        m = part.metrics.filter((pl.col("line") >= lo) & (pl.col("line") < hi))
+        evs = [e for e in part.events if e.source and lo <= (e.source.line or 0) < hi]
+        unrec = part.unrecognized.filter((part.unrecognized >= lo) & (part.unrecognized < hi))
+        block = Parsed(
+            metrics=m,
+            events=evs,
+            meta=dict(part.meta),
+            unrecognized=unrec,
+            ignored=part.ignored if k == 0 else 0,
+        )
+        span = (min(hi, stats.lines + 1) - max(lo, 1)) if stats.lines else 0
+        st = stats.model_copy(
+            update={
+                "records": m.height,
+                "unrecognized": unrec.len(),
+                "first_unrecognized": unrec.head(5).to_list(),
+                "lines": span,
+                "ignored": part.ignored if k == 0 else 0,
+                "first_line": max(lo, 1),
+            }
+        )
+        out.append((block, st))
+    return out
