@@ -263,15 +263,19 @@ _EVENTS_KEY = b"logbook_events"
 
 
 def _write_parquet(run: Run, path: Path) -> None:
+    # the header and events go in the file's key-value metadata (the footer)
+    events = "\n".join(json.dumps(event_to_dict(e)) for e in run.events)
+    meta = {_META_KEY.decode(): json.dumps(header_dict(run)), _EVENTS_KEY.decode(): events}
+    with atomic_path(path) as tmp:
+        run.metrics.write_parquet(tmp, compression="zstd", metadata=meta)
+
+
+def parquet_metadata(path: str | Path) -> dict[bytes, bytes]:
+    """A Parquet file's key-value metadata (the footer's; a file written by pyarrow with
+    schema metadata has it there too)."""
     import pyarrow.parquet as pq
 
-    table = run.metrics.to_arrow()
-    events = "\n".join(json.dumps(event_to_dict(e)) for e in run.events)
-    meta = dict(table.schema.metadata or {})
-    meta[_META_KEY] = json.dumps(header_dict(run)).encode()
-    meta[_EVENTS_KEY] = events.encode()
-    with atomic_path(path) as tmp:
-        pq.write_table(table.replace_schema_metadata(meta), tmp, compression="zstd")
+    return dict(pq.read_metadata(path).metadata or {})
 
 
 def _read_parquet(path: Path) -> Run:
@@ -282,7 +286,7 @@ def _read_parquet(path: Path) -> Run:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
-    meta = table.schema.metadata or {}
+    meta = {**(table.schema.metadata or {}), **parquet_metadata(path)}
     if _META_KEY not in meta:
         raise InputError(f"{path}: Parquet file without a logbook header")
     head = json.loads(meta[_META_KEY])

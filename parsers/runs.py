@@ -40,16 +40,16 @@ def run_starts(part: Parsed) -> list[int]:
         )
     )
     times = _seconds(m)
+    steps = steps.astype(float)
+    down = np.flatnonzero(steps[1:] <= steps[:-1]) + 1  # candidates only: the rest advance
     out: list[int] = []
-    first = steps[0]
-    for i in range(1, m.height):
+    first = steps[0]  # the first step of the run the records belong to
+    for i in down:
         a, b = steps[i - 1], steps[i]
-        if a is None or b is None or np.isnan(float(a)) or np.isnan(float(b)):
-            continue
         clock_back = times is not None and times[i] < times[i - 1]
-        back_to_start = b <= a and b <= first  # a repeated first step too: another job
         evidence = np.searchsorted(marks, lines[i]) > np.searchsorted(marks, lines[i - 1])
-        if (back_to_start and not evidence) or (b < a and clock_back):
+        # a repeated first step too (a second job's first record): another run
+        if (not b > first and not evidence) or (b < a and clock_back):
             out.append(int(lines[i]))
             first = b
     return out

@@ -18,6 +18,7 @@ import polars as pl
 
 from logbook.errors import InputError
 from logbook.parsed import Parsed
+from logbook.run import parquet_metadata
 from parsers.columns import with_core
 from parsers.reader import aliases
 from parsers.reader.numbers import to_float
@@ -118,7 +119,7 @@ def sniff_path(path: Path) -> int:
         schema = pq.read_schema(path)
     except (OSError, ValueError):
         return 0
-    if schema.metadata and b"logbook" in schema.metadata:
+    if b"logbook" in {**(schema.metadata or {}), **parquet_metadata(path)}:
         return 0
     return SNIFF_MAX if _step_column(list(schema.names)) else 0
 

@@ -47,6 +47,6 @@ def read(lines: pl.DataFrame, name: str, spec: Spec = DEFAULT) -> Parsed:
 
 def sniff_records(head: list[str], spec: Spec = DEFAULT) -> int:
     """How many of the first lines are records of a repeated shape (0: none)."""
-    from parsers.reader.extract import count_records
+    from parsers.reader.shapes import count_records
 
     return count_records(head, spec)

@@ -24,24 +24,29 @@ STAMP = (
     r"(?:\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
     r"|\d{2}/\d{2} \d{2}:\d{2}:\d{2})"
 )
-# a header that ends in a log level or a logger name, after a stamp
-HEADER = (
-    rf"^\s*\[?{STAMP}\]?(?:\s*[-|,]?\s*(?:\[?[\w.:/<>-]+\]?\s*[-|:]\s*)*?"
-    r"(?:\[?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL|I|W)\]?)?\s*[-|:>\]]*\s*)"
-)
 _TYPO = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "}
 
 
-def cleaned(text: pl.Expr) -> list[pl.Expr]:
-    """``s`` (the line without decoration) and ``stamp`` (its first time stamp)."""
-    s = text.str.replace_all(ANSI, "")
-    for a, b in _TYPO.items():
-        s = s.str.replace_all(a, b, literal=True)
-    s = s.str.replace(QUOTE, "")
-    s = _last_redraw(s)
-    s = s.str.replace(RANK, "")
+def cleaned(text: pl.Series) -> pl.DataFrame:
+    """``s`` (the line without decoration) and ``stamp`` (its first time stamp). A pass
+    runs only where some line of the file needs it (most logs need few)."""
+    s = pl.col("s")
+    frame = text.alias("s").to_frame()
+    if text.str.contains("\x1b", literal=True).any():
+        frame = frame.with_columns(s.str.replace_all(ANSI, ""))
+    if text.str.contains("[\u2018\u2019\u201c\u201d\u00a0]").any():
+        typo = s
+        for a, b in _TYPO.items():
+            typo = typo.str.replace_all(a, b, literal=True)
+        frame = frame.with_columns(typo)
+    if text.str.contains(r"^\s*>").any():
+        frame = frame.with_columns(s.str.replace(QUOTE, ""))
+    if text.str.contains("\r", literal=True).any():
+        frame = frame.with_columns(_last_redraw(s))
+    if frame.get_column("s").str.contains(RANK).any():
+        frame = frame.with_columns(s.str.replace(RANK, ""))
     stamp = s.str.extract(f"({STAMP})", 1)
-    return [s.str.strip_chars().alias("s"), stamp.alias("stamp")]
+    return frame.select(s.str.strip_chars(), stamp.alias("stamp"))
 
 
 def _last_redraw(s: pl.Expr) -> pl.Expr:
@@ -52,11 +57,6 @@ def _last_redraw(s: pl.Expr) -> pl.Expr:
     last = parts.list.eval(pl.element().filter(pl.element().str.strip_chars() != ""))
     pick = pl.coalesce(valued.list.last(), last.list.last(), pl.lit(""))
     return pl.when(s.str.contains("\r", literal=True)).then(pick).otherwise(s)
-
-
-def strip_header(s: pl.Expr) -> pl.Expr:
-    """The line without its leading stamp-and-logger header."""
-    return s.str.replace(HEADER, "")
 
 
 _FORMATS = (

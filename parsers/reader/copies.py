@@ -18,8 +18,9 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     m = parsed.metrics
     if m.height < 2 or "step" not in m.columns or "loss" not in m.columns:
         return parsed
-    if m.get_column("step").null_count() == m.height:
-        return parsed
+    step = m.get_column("step")
+    if step.null_count() == m.height or not (step.slice(1) == step.slice(0, m.height - 1)).any():
+        return parsed  # no step follows itself: nothing to compare (the common case)
     # launches and crashes between two records make them records of different launches
     marks = np.sort(
         np.array(

@@ -26,6 +26,7 @@ import polars as pl
 
 from logbook.errors import InputError
 from logbook.parsed import Parsed
+from logbook.run import parquet_metadata
 from logbook.textio import read_lines
 from parsers.csv_metrics import numbers, read_csv
 from parsers.tags import MAPS as _TAG_MAPS
@@ -75,7 +76,7 @@ def sniff_path(path: Path) -> int:
         schema = pq.read_schema(path)
     except (OSError, ValueError):
         return 0
-    if schema.metadata and b"logbook" in schema.metadata:
+    if b"logbook" in {**(schema.metadata or {}), **parquet_metadata(path)}:
         return 0
     return 90 if "_step" in schema.names else 0
 

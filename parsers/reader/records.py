@@ -1,0 +1,171 @@
+"""Records from the lines of record templates: one polars pass per template, records
+spread over several lines (a step line, then ``key=value`` lines), per-rank copies and
+progress-bar redraws, and records without a printed step."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from parsers.reader import Spec, aliases
+from parsers.reader.chunks import by_slices
+from parsers.reader.clean import stamp_times
+from parsers.reader.numbers import NUMBER, to_float, to_int
+from parsers.reader.templates import Template
+
+_LOGGING_STEPS = r"logging_steps\s*[=:]\s*(\d+)"
+
+
+def records_of(
+    df: pl.DataFrame, temps: dict[str, Template], spec: Spec
+) -> tuple[pl.DataFrame, pl.Series]:
+    """The records of every record template, and the lines that hold the rest of a
+    record spread over several lines."""
+    rows = df.filter(pl.col("kind") == "record")
+    frames = []
+    if rows.height:
+        nums = pl.col("body").str.extract_all(NUMBER).alias("nums")
+        parts = rows.partition_by("shape", as_dict=True, maintain_order=True)
+        for k, (shape, sub) in enumerate(parts.items()):
+            t = temps[str(shape[0])]
+            # the values of a slice are read, typed, and let go before the next slice
+            one = lambda part, t=t, k=k: _extract(part.with_columns(nums), t, spec, k)  # noqa: E731
+            frames.append(by_slices(sub, one))
+    multi, continued = _multiline(df, temps)
+    if multi is not None:
+        frames.append(multi)
+    if not frames:
+        return _empty(), continued
+    out = pl.concat(frames, how="diagonal_relaxed").sort("line")
+    return _typed(out), continued
+
+
+def _empty() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={"line": pl.Int64, "step": pl.Int64, "time": pl.Datetime("us", "UTC")}
+    )
+
+
+def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int) -> pl.DataFrame:
+    """One template's rows as columns (``_shape``: the template's number ``k``)."""
+    exprs: list[pl.Expr] = [pl.col("line"), pl.col("stamp"), pl.lit(k, pl.Int32).alias("_shape")]
+    nums = pl.col("nums")
+    by_role = {}
+    for f in t.fields:
+        value = nums.list.get(f.index, null_on_oob=True)
+        by_role.setdefault(f.role, value)
+        if f.column is None or f.role in ("epoch",):
+            continue
+        if f.column in aliases.INT_COLUMNS:
+            exprs.append(
+                (to_float(value) * f.scale).round(0).cast(pl.Int64, strict=False).alias(f.column)
+                if f.column != "step"
+                else to_int(value).alias("step")
+            )
+        else:
+            exprs.append((to_float(value) * f.scale).alias(f.column))
+    if "epoch" in by_role:
+        exprs.append(to_float(by_role["epoch"]).alias("epoch"))
+    epoch_steps = spec.epoch_steps and t.step_field() is None
+    if epoch_steps and "epoch" in by_role and "position" in by_role:
+        total = by_role.get("total")
+        epoch = to_int(by_role["epoch"]) - spec.epoch_base
+        pos = to_int(by_role["position"])
+        step = epoch * to_int(total) + pos if total is not None else pos
+        exprs.append(step.alias("step"))
+    total = next((f for f in t.fields if f.role == "total"), None)
+    step_f = t.step_field()
+    if total is not None and step_f is not None and total.index == step_f.index + 1:
+        exprs.append(to_int(nums.list.get(total.index, null_on_oob=True)).alias("_total"))
+    return sub.select(exprs)
+
+
+def _typed(out: pl.DataFrame) -> pl.DataFrame:
+    if "step" not in out.columns:
+        out = out.with_columns(pl.lit(None, pl.Int64).alias("step"))
+    stamps = out.get_column("stamp")
+    time = stamp_times(stamps) if stamps.null_count() < len(stamps) else None
+    out = out.drop("stamp")
+    if time is not None:
+        out = out.with_columns(time)
+    else:
+        out = out.with_columns(pl.lit(None, pl.Datetime("us", "UTC")).alias("time"))
+    return out
+
+
+def _multiline(
+    df: pl.DataFrame, temps: dict[str, Template]
+) -> tuple[pl.DataFrame | None, pl.Series]:
+    """Records spread over lines: a step alone (``[step=1/739328]``), then one
+    ``key=value`` a line (OLMo). Returns the records and their continuation lines."""
+    none = pl.Series("line", [], pl.Int64)
+    if not (df.get_column("kind") == "header").any():
+        return None, none
+    body = df.filter(pl.col("body") != "").select("line", "kind", "body", "shape", "stamp")
+    body = body.with_columns((pl.col("kind") != "pair").fill_null(True).cum_sum().alias("block"))
+    heads = body.filter(pl.col("kind") == "header")
+    pairs = body.filter(pl.col("kind") == "pair").join(
+        heads.select("block"), on="block", how="semi"
+    )
+    if pairs.height == 0:
+        return None, none
+    heads = heads.join(pairs.select("block").unique(), on="block", how="semi")
+    fields = {s: t.fields[0] for s, t in temps.items() if t.kind == "pair"}
+    names = pl.DataFrame(
+        {
+            "shape": list(fields),
+            "col": [f.column for f in fields.values()],
+            "scale": [f.scale for f in fields.values()],
+        },
+        schema={"shape": pl.String, "col": pl.String, "scale": pl.Float64},
+    )
+    first = to_float(pl.col("body").str.extract(f"({NUMBER})", 1)) * pl.col("scale")
+    pairs = (
+        pairs.with_columns(pl.col("shape").cast(pl.String))
+        .join(names, on="shape", how="left")
+        .with_columns(first.alias("v"))
+    )
+    wide = pairs.pivot(on="col", index="block", values="v", aggregate_function="first")
+    index = {s: t.step_field().index for s, t in temps.items() if t.kind == "header"}
+    idx = pl.DataFrame(
+        {"shape": list(index), "i": list(index.values())},
+        schema={"shape": pl.String, "i": pl.Int64},
+    )
+    nums = pl.col("body").str.extract_all(NUMBER)
+    step = to_int(nums.list.get(pl.col("i"), null_on_oob=True)).alias("step")
+    steps = (
+        heads.with_columns(pl.col("shape").cast(pl.String))
+        .join(idx, on="shape", how="left")
+        .select("block", "line", "stamp", step)
+    )
+    out = steps.join(wide, on="block", how="inner").drop("block")
+    return out.with_columns(pl.lit(-1, pl.Int32).alias("_shape")), pairs.get_column("line")
+
+
+def dedupe(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """Per-rank copies and redraws: consecutive records of one shape and one step, kept
+    once (the last)."""
+    if records.height < 2 or records.get_column("step").null_count() == records.height:
+        return records.drop("_shape", strict=False), 0
+    same = (pl.col("step") == pl.col("step").shift(1)) & (
+        pl.col("_shape") == pl.col("_shape").shift(1)
+    )
+    # the last of the copies stays: a progress bar redrawn at one step ends in its final state
+    same = same.shift(-1)
+    keep = records.with_columns(same.fill_null(False).alias("_dup"))
+    copies = int(keep.get_column("_dup").sum())
+    out = keep.filter(~pl.col("_dup")).drop("_dup", "_shape")
+    return out, copies
+
+
+def numbered(records: pl.DataFrame, df: pl.DataFrame, meta: dict) -> pl.DataFrame:
+    """Records without a printed step: numbered in order, times ``logging_steps``."""
+    stated = df.select(pl.col("body").str.extract(_LOGGING_STEPS, 1).drop_nulls().first()).item()
+    every = int(stated) if stated is not None and len(stated) < 10 else 1
+    meta.setdefault("caveats", []).append(
+        "no step printed: records numbered in order"
+        + (f" x logging_steps={every}" if stated is not None else " (1, 2, 3, ...)")
+    )
+    meta["steps_numbered"] = True
+    n = records.height
+    return records.with_columns(pl.Series("step", np.arange(1, n + 1) * every, pl.Int64))

@@ -1,0 +1,132 @@
+"""Lines -> shapes -> templates, and the adjustments that need every template of a file.
+
+A line's shape is its cleaned text with every value made ``#`` and runs of white space
+one space. Shapes are held as a categorical column (each distinct shape once); one
+example line of each distinct shape is read into a template (:mod:`.templates`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import polars as pl
+
+from parsers.reader import Spec
+from parsers.reader.chunks import by_slices
+from parsers.reader.clean import STAMP, cleaned
+from parsers.reader.numbers import NUMBER
+from parsers.reader.templates import Template, template, truncated
+
+MAX_SHAPES = 20_000  # shapes read in Python, at most (the most frequent first)
+DURATION = r"\b(?:\d+ days?, )?\d{1,3}:\d{2}(?::\d{2})?(?:\.\d+)?\b"
+BAR = r"[\u2580-\u259f\u2588]+"  # the blocks of a progress bar
+_EXAMPLE_MAX = 4000
+_CUT_MAX = 2  # lines of one shape that may be records cut short (a paste's end, a kill)
+
+
+def prepared(lines: pl.DataFrame, spec: Spec) -> pl.DataFrame:
+    """``line``, ``indented`` (the raw line starts with white space), ``stamp``, ``body``
+    (the cleaned line, stamps and durations as tokens) and ``shape`` (categorical)."""
+    return by_slices(lines.select("line", "text"), lambda part: _prepared(part, spec))
+
+
+def _prepared(lines: pl.DataFrame, spec: Spec) -> pl.DataFrame:
+    text = lines.get_column("text")
+    df = cleaned(text).with_columns(
+        lines.get_column("line"), text.str.contains(r"^[ \t]").alias("indented")
+    )
+    s = pl.col("s")
+    for pattern, repl in spec.rewrite:
+        df = df.with_columns(s.str.replace_all(pattern, repl))
+    if df.get_column("stamp").is_not_null().any():
+        df = df.with_columns(s.str.replace_all(STAMP, " <time> "))
+    if df.get_column("s").str.contains(r"\d:\d\d").any():
+        df = df.with_columns(s.str.replace_all(DURATION, "<dur>"))
+    if df.get_column("s").str.contains(BAR).any():
+        df = df.with_columns(s.str.replace_all(BAR, ""))
+    shape = s.str.replace_all(NUMBER, "#").str.replace_all(r"[ \t]{2,}|\t", " ").str.strip_chars()
+    return df.with_columns(shape.cast(pl.Categorical).alias("shape")).rename({"s": "body"})
+
+
+def templates_of(df: pl.DataFrame, spec: Spec) -> dict[str, Template]:
+    """One template per shape that holds a value, adjusted over the whole file."""
+    shapes = (
+        df.lazy()
+        .group_by("shape")
+        .agg(pl.col("body").first().alias("example"), pl.len().alias("n"))
+        .with_columns(pl.col("shape").cast(pl.String))
+        .filter(pl.col("shape").str.contains("#", literal=True))
+        .sort(["n", "shape"], descending=[True, False])
+        .head(MAX_SHAPES)
+        .collect()
+    )
+    out = {}
+    for shape, example, n in shapes.iter_rows():
+        out[shape] = template(shape, example[:_EXAMPLE_MAX], spec.aliases, spec.any_value)
+        out[shape].count = n
+    if spec.keep is not None:
+        for s, t in out.items():
+            if t.kind == "record" and not spec.keep(s):
+                t.kind = None
+    _side_records(out)
+    _cut_records(out)
+    return out
+
+
+def with_kinds(df: pl.DataFrame, temps: dict[str, Template]) -> pl.DataFrame:
+    """``df`` with each line's ``kind`` (record, header, pair, validation, summary)."""
+    kinds = {s: t.kind for s, t in temps.items() if t.kind is not None}
+    kind = (
+        pl.col("shape").cast(pl.String).replace_strict(kinds, default=None, return_dtype=pl.String)
+    )
+    return df.with_columns(kind.alias("kind"))
+
+
+def count_records(head: list[str], spec: Spec) -> int:
+    """Records among the first lines (for sniffing)."""
+    if not head:
+        return 0
+    frame = pl.DataFrame({"line": range(1, len(head) + 1), "text": head})
+    df = prepared(frame, spec)
+    temps = templates_of(df, spec)
+    return with_kinds(df, temps).filter(pl.col("kind") == "record").height
+
+
+def _side_records(temps: dict[str, Template]) -> None:
+    """Where some record shapes carry a loss, a shape without one is a record only
+    when it shares most of their columns (the same record with a field missing, as on
+    an overflow step); otherwise it is another logger's line (DeepSpeed's ``step=10,
+    skipped=0, lr=[...]`` beside Megatron's records)."""
+    records = [t for t in temps.values() if t.kind == "record"]
+    with_loss = [_cols(t) for t in records if t.has("loss")]
+    if not with_loss:
+        return
+    for t in records:
+        if t.has("loss"):
+            continue
+        cols = _cols(t)
+        if not any(len(cols & c) / len(cols | c) >= 0.5 for c in with_loss):
+            t.kind = None
+
+
+def _cut_records(temps: dict[str, Template]) -> None:
+    """Lines cut inside a record (the end of a paste, a killed job) read with the
+    template of the record they begin; a value the cut may have split is not read."""
+    records = [t for t in temps.values() if t.kind == "record"]
+    for shape, t in list(temps.items()):
+        if t.kind == "validation" or (t.kind == "record" and t.count > _CUT_MAX):
+            continue
+        full = truncated(shape, records)
+        if full is None or full.count < 2 * t.count:
+            continue
+        fields = [replace(f) for f in full.fields]
+        n = shape.count("#")
+        if shape.rstrip().endswith(("#", '#"')):
+            for f in fields:
+                if f.index == n - 1 and f.role != "step":
+                    f.column = None
+        temps[shape] = Template(shape=shape, kind="record", fields=fields, count=t.count)
+
+
+def _cols(t: Template) -> set[str]:
+    return {f.column for f in t.fields if f.column}
