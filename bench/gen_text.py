@@ -27,8 +27,10 @@ def lines(records: int, seed: int = 0) -> pl.DataFrame:
     tps = rng.integers(100_000, 200_000, records)
     ms = rng.normal(412.0, 5.0, records)
     secs = step * 0.4
-    stamp = pl.Series(secs.astype("int64") * 1_000_000).cast(pl.Datetime("us")).dt.strftime(
-        "%Y-%m-%d %H:%M:%S"
+    stamp = (
+        pl.Series(secs.astype("int64") * 1_000_000)
+        .cast(pl.Datetime("us"))
+        .dt.strftime("%Y-%m-%d %H:%M:%S")
     )
     df = pl.DataFrame(
         {"stamp": stamp, "step": step, "loss": loss, "lr": lr, "g": gnorm, "tps": tps, "ms": ms}
@@ -46,13 +48,16 @@ def lines(records: int, seed: int = 0) -> pl.DataFrame:
     out = df.select(pl.col("step"), rec.alias("text"), pl.lit(0).alias("k"))
     evals = df.filter(pl.col("step") % EVAL_EVERY == 0).select(
         "step",
-        pl.format("{} | trainer | eval step={} val_loss={}", "stamp", "step", pl.col("loss").round(4))
-        .alias("text"),
+        pl.format(
+            "{} | trainer | eval step={} val_loss={}", "stamp", "step", pl.col("loss").round(4)
+        ).alias("text"),
         pl.lit(1).alias("k"),
     )
     noise = df.filter(pl.col("step") % NOISE_EVERY == 0).select(
         "step",
-        pl.format("{} | data | shard {} opened", "stamp", pl.col("step") // NOISE_EVERY).alias("text"),
+        pl.format("{} | data | shard {} opened", "stamp", pl.col("step") // NOISE_EVERY).alias(
+            "text"
+        ),
         pl.lit(2).alias("k"),
     )
     return pl.concat([out, evals, noise]).sort(["step", "k"]).select("text")

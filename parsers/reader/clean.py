@@ -3,8 +3,8 @@
 Colour codes, quote marks of a paste (``> ``), typographic quotes, launcher and rank
 tags (``[rank0]:``, ``[default3]:``, ``0:``, ``host: ``), logger headers
 (``2024-05-01 12:00:00,123 - root - INFO - ``, ``[04/01 12:00:00 d2.utils.events]:``,
-``I0501 12:00:00.123 file.py:12]``) and tqdm redraws (carriage returns: the last
-drawn state that holds values is kept). The first time stamp of a line is kept in
+``I0501 12:00:00.123 file.py:12]``). Progress-bar redraws are split apart before
+(:func:`redraws`). The first time stamp of a line is kept in
 ``stamp`` for the ``time`` column.
 """
 
@@ -41,22 +41,10 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
         frame = frame.with_columns(typo)
     if text.str.contains(r"^\s*>").any():
         frame = frame.with_columns(s.str.replace(QUOTE, ""))
-    if text.str.contains("\r", literal=True).any():
-        frame = frame.with_columns(_last_redraw(s))
     if frame.get_column("s").str.contains(RANK).any():
         frame = frame.with_columns(s.str.replace(RANK, ""))
     stamp = s.str.extract(f"({STAMP})", 1)
     return frame.select(s.str.strip_chars(), stamp.alias("stamp"))
-
-
-def _last_redraw(s: pl.Expr) -> pl.Expr:
-    """A line redrawn with carriage returns: the last part that holds a ``:`` or ``=``
-    value or a dict, else the last non-empty part."""
-    parts = s.str.split("\r")
-    valued = parts.list.eval(pl.element().filter(pl.element().str.contains(r"[:=]\s*[-+.\d]|\{")))
-    last = parts.list.eval(pl.element().filter(pl.element().str.strip_chars() != ""))
-    pick = pl.coalesce(valued.list.last(), last.list.last(), pl.lit(""))
-    return pl.when(s.str.contains("\r", literal=True)).then(pick).otherwise(s)
 
 
 _FORMATS = (
@@ -76,3 +64,26 @@ def stamp_times(stamps: pl.Series) -> pl.Series:
         out = out.fill_null(t.dt.replace_time_zone("UTC"))
     micros = frac.str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
     return (out + micros.cast(pl.Duration("us"))).alias("time")
+
+
+# where a progress bar starts again inside a line: a redraw whose carriage return was
+# lost in a paste (``Epoch 0:  10%|█| 563/5000 [...]Epoch 0:  10%|█| 564/5000 [...]``)
+_BAR_STARTS = (r"Epoch \d+: *:? *\d{1,3}%\|", r"\d{1,3}%\|")
+
+
+def redraws(lines: pl.DataFrame) -> pl.DataFrame:
+    """Lines with progress-bar redraws (carriage returns, or bars glued one after the
+    other) as one row per drawn state, each with the physical line's number."""
+    text = lines.get_column("text")
+    split = pl.col("text")
+    glued = False
+    for start in _BAR_STARTS:
+        if (text.str.count_matches(start).max() or 0) >= 2:
+            split = split.str.replace_all(f"(\\S[ ,]*)({start})", "$1\r$2")
+            glued = True
+            break
+    if not (glued or text.str.contains("\r", literal=True).any()):
+        return lines
+    out = lines.with_columns(split.str.split("\r")).explode("text")
+    first = pl.int_range(pl.len()).over("line") == 0
+    return out.filter((pl.col("text").str.strip_chars() != "") | first)

@@ -64,7 +64,7 @@ SAVE = (
     r"saved checkpoint|Saving (?:model )?weights|saving model to"
 )
 OVERFLOW = (
-    r"OVERFLOW!|[Gg]radient overflow|overflow detected|Skipping step|skipping step|"
+    r"OVERFLOW!|(?i:grad(?:ient)? overflow|overflow detected|skipping step)|"
     r"Attempted loss scale|loss scale (?:reduced|decreased)|setting loss scale to"
 )
 OVERRIDE = r"^Overriding: (\w+) = (.+)$|^(?:--)?(learning_rate|lr)\s*[=:]\s*([-+.\deE]+)\s*$"
@@ -87,6 +87,7 @@ _SCALES = re.compile(
     r"(?i)(?:attempted loss scale|loss scale)\D{0,12}?([\d.eE+-]+)\D{1,30}?(?:reducing|setting|"
     r"to)\D{0,12}?([\d.eE+-]+)"
 )
+_BAR = re.compile(r"\b(\d{1,12})/\d+ \[")  # a tqdm bar's position: ``378/2724 [``
 _LR_KEYS = {"learning_rate", "lr", "max_lr"}
 TEXT_MAX = 300
 
@@ -103,6 +104,8 @@ def read_event(s: str, line: int, name: str) -> EventBase | None:
             return LrChange(new=number, manual=True, source=src, text=text)
         return ConfigChange(key=key, new=value.strip()[:TEXT_MAX], source=src, text=text)
     if _OVERFLOW.search(s):
+        if step is None and (bar := _BAR.search(s)):
+            step = int(bar.group(1)) + 1  # glued to a progress bar: the step it is on
         m = _SCALES.search(s)
         old, new = (_float(m.group(1)), _float(m.group(2))) if m else (None, None)
         return OverflowSkip(step=step, attempted_scale=old, new_scale=new, source=src, text=text)

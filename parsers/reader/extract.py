@@ -33,10 +33,12 @@ def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
     taken = pl.concat([found, continued])
     df = df.with_columns(pl.col("line").is_in(taken.implode()).alias("taken"))
     evs, event_lines = _events(df, temps, records, name)
+    # a line is used when one of its drawn states is; else unrecognized when one is
     free = df.filter(~pl.col("taken") & ~pl.col("line").is_in(event_lines.implode()))
-    mask = _ignored(spec)
-    n_ignored = free.select(mask.sum()).item()
-    unrec = free.filter(~mask).get_column("line")
+    free = free.with_columns(_ignored(spec).alias("ign"))
+    free = free.group_by("line", maintain_order=True).agg(pl.col("ign").all())
+    n_ignored = int(free.get_column("ign").sum())
+    unrec = free.filter(~pl.col("ign")).get_column("line")
     if "_total" in records.columns:
         total = records.get_column("_total").max()
         if total is not None:
@@ -73,12 +75,28 @@ def _events(
         ev = events.read_event(s, line, name)
         if ev is None:
             continue
-        if ev.step is None and ev.kind in ("checkpoint_save", "overflow_skip"):
+        if ev.step is None and ev.kind == "checkpoint_save":
             ev.step = _step_before(line, rec_lines, rec_steps)
-        out.append(ev)
+        if ev.step is None and ev.kind == "overflow_skip":
+            ev.step = _step_after(line, rec_lines, rec_steps)  # the step it skipped
         lines.append(line)
+        if ev.kind == "overflow_skip" and out and _same_overflow(out[-1], ev):
+            continue  # every rank says it: one event
+        out.append(ev)
     out.sort(key=lambda e: e.source.line if e.source else 0)
     return out, pl.Series("line", lines, pl.Int64)
+
+
+def _same_overflow(a: EventBase, b: EventBase) -> bool:
+    return a.kind == "overflow_skip" and a.step == b.step and a.step is not None
+
+
+def _step_after(line: int, rec_lines: np.ndarray, rec_steps: np.ndarray) -> int | None:
+    """The step of the first record after ``line``."""
+    i = int(np.searchsorted(rec_lines, line))
+    if i >= len(rec_lines) or not np.isfinite(rec_steps[i]):
+        return None
+    return int(rec_steps[i])
 
 
 def _step_before(line: int, rec_lines: np.ndarray, rec_steps: np.ndarray) -> int | None:

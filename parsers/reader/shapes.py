@@ -13,7 +13,7 @@ import polars as pl
 
 from parsers.reader import Spec
 from parsers.reader.chunks import by_slices
-from parsers.reader.clean import STAMP, cleaned
+from parsers.reader.clean import STAMP, cleaned, redraws
 from parsers.reader.numbers import NUMBER
 from parsers.reader.templates import Template, template, truncated
 
@@ -26,8 +26,10 @@ _CUT_MAX = 2  # lines of one shape that may be records cut short (a paste's end,
 
 def prepared(lines: pl.DataFrame, spec: Spec) -> pl.DataFrame:
     """``line``, ``indented`` (the raw line starts with white space), ``stamp``, ``body``
-    (the cleaned line, stamps and durations as tokens) and ``shape`` (categorical)."""
-    return by_slices(lines.select("line", "text"), lambda part: _prepared(part, spec))
+    (the cleaned line, stamps and durations as tokens) and ``shape`` (categorical); a
+    line redrawn by a progress bar is one row per drawn state."""
+    rows = redraws(lines.select("line", "text"))
+    return by_slices(rows, lambda part: _prepared(part, spec))
 
 
 def _prepared(lines: pl.DataFrame, spec: Spec) -> pl.DataFrame:

@@ -33,7 +33,7 @@ _EVAL_KEY = re.compile(r"(?i)^(?:val|valid|validation|eval|test|predict)(?:_|/|\
 # a line that announces an evaluation (MetricLogger's ``Test:``, mmengine's ``Epoch(val)``)
 _EVAL_HEAD = re.compile(
     r"(?:^|[\s\]|:>-])(?:Test|Eval|Evaluation|Validation|Valid|Val|Evaluating)(?::|\s+\[)"
-    r"|\((?:val|test)\)"
+    r"|\((?:val|test)\)|(?i:\[(?:val|valid|validation|eval|test)\])"
 )
 # a dict record printed by Python or as JSON: its keys are quoted
 _DICT = re.compile(r"\{\s*['\"]")

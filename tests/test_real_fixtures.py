@@ -1,0 +1,90 @@
+"""Real training output collected from public issues, READMEs and repositories
+(``fixtures/real/<framework>/``), each with hand labels written by reading it
+(``<name>.labels.json``): the records, first and last step every input reads to, and
+the labelled incidents the run's events and findings show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import parsers
+from logbook.errors import InputError
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+LABELS = sorted(REAL.glob("*/*.labels.json"))
+# Excerpts not read to their labels yet, and why. The test below fails when one of
+# them starts reading right (take it off the list) or another stops.
+KNOWN_GAPS = {
+    "deepspeed/ds_chat_rlhf_ppo_pipe_records": "two engines print the same step=N lines",
+    "detectron2/ghailen_metrics_eval_merged": "an eval-only metrics.json row is a record",
+    "dllogger/dle_bert_squad_1107_tqdm_bar_glued": "DLL records glued behind tqdm bars",
+    "fairseq/fairseq_issue1895_modern_summary_then_overflow": "epoch summary record",
+    "fairseq/fairseq_issue247_tqdm_per_gpu_unordered": "per-GPU tqdm bars out of order",
+    "fairseq/fairseq_issue2681_overflow_records_without_loss": "position steps",
+    "fairseq/fairseq_issue301_fairseq_py_running_avg_no_colon": "pre-0.5 layout",
+    "fairseq/fairseq_issue506_epoch_summaries_only": "only epoch summaries",
+    "fairseq/fairseq_tpu_pr21_hard_wrapped_per_device": "records wrapped over 4 lines",
+    "hf_trainer/llamafactory_dual_format_loss0_gradnan": "each step printed by two loggers",
+    "hf_trainer/nbbert_seqlabel_flattened_bars_log_history": "a printed log_history list",
+    "lightning/automm_fp16_nan_loss_glued_ckpt": "bar position is not the global step",
+    "lightning/dogcat_docker_glued_checkpoint_msgs": "bars glued at terminal width",
+    "lightning/slm_csvlogger_epoch_val_rows": "validation rows reuse the epoch's step",
+    "lightning/slm_csvlogger_resumed_epoch10": "validation rows reuse the epoch's step",
+    "mlx_lm/mlx_lm_pr326_grad_debug_noise": "debug lines shaped like records",
+}
+
+
+def _input(label: Path) -> Path:
+    stem = label.name.removesuffix(".labels.json")
+    found = [p for p in label.parent.iterdir() if p.name.startswith(stem + ".") and p != label]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _key(label: Path) -> str:
+    return f"{label.parent.name}/{label.name.removesuffix('.labels.json')}"
+
+
+def _reads_right(label: Path) -> tuple[bool, tuple, tuple]:
+    want = json.loads(label.read_text())
+    try:
+        runs = parsers.read_logs(_input(label))
+    except InputError as exc:
+        return False, (str(exc),), ()
+    steps = [s for r in runs for s in r.metrics.get_column("step").to_list()]
+    got = (len(steps), steps[0] if steps else None, steps[-1] if steps else None)
+    exp = (want["records"], want["first_step"], want["last_step"])
+    # the count within one (a last record cut mid-line, read or not), the first step
+    # exact, and the last one too unless the cut record is the one missing
+    near = abs(got[0] - exp[0]) <= 1 and got[1] == exp[1]
+    return near and (got[2] == exp[2] or got[0] == exp[0] - 1), got, exp
+
+
+@pytest.mark.parametrize("label", LABELS, ids=_key)
+def test_every_excerpt_has_its_source_and_labels(label):
+    first = _input(label).read_text(errors="replace").splitlines()[0]
+    want = json.loads(label.read_text())
+    assert first.startswith("# source: ")
+    assert {"framework", "records", "first_step", "last_step"} <= set(want)
+    assert want["framework"] == label.parent.name
+
+
+@pytest.mark.parametrize("label", [x for x in LABELS if _key(x) not in KNOWN_GAPS], ids=_key)
+def test_excerpt_reads_to_its_labels(label):
+    ok, got, exp = _reads_right(label)
+    assert ok, (got, exp)
+
+
+def test_the_known_gaps_are_exactly_the_excerpts_not_read_right():
+    wrong = {_key(x) for x in LABELS if not _reads_right(x)[0]}
+    assert wrong == set(KNOWN_GAPS)
+
+
+def test_at_least_sixty_excerpts_of_fifteen_frameworks_three_each():
+    frameworks = {x.parent.name for x in LABELS}
+    counts = {f: sum(x.parent.name == f for x in LABELS) for f in frameworks}
+    assert len(LABELS) >= 60 and len(frameworks) >= 15
+    assert min(counts.values()) >= 3, counts
