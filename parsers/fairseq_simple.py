@@ -50,6 +50,11 @@ SNIFF_MAX = 90  # the highest score sniff gives
 # the tolerant reader behind the layout reader (parsers.reader.fallback); a record cut
 # before its num_updates has no step (the position in the epoch is not one)
 TOLERANT = Spec(aliases={"num_updates": "step"}, convert=bits_to_nats, epoch_steps=False)
+# a file without any record of the layout (fairseq-py before 0.5: no colon after the
+# epoch, no num_updates): the in-epoch counter stands in, as in the layout reader
+TOLERANT_ALONE = Spec(
+    aliases={"num_updates": "step"}, convert=bits_to_nats, epoch_steps=False, counter_steps=True
+)
 
 
 def sniff(head: list[str]) -> int:

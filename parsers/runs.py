@@ -40,6 +40,7 @@ def run_starts(part: Parsed) -> list[int]:
         )
     )
     times = _seconds(m)
+    epochs = m.get_column("epoch").cast(pl.Float64).to_numpy() if "epoch" in m.columns else None
     steps = steps.astype(float)
     down = np.flatnonzero(steps[1:] <= steps[:-1]) + 1  # candidates only: the rest advance
     out: list[int] = []
@@ -49,7 +50,9 @@ def run_starts(part: Parsed) -> list[int]:
         clock_back = times is not None and times[i] < times[i - 1]
         evidence = np.searchsorted(marks, lines[i]) > np.searchsorted(marks, lines[i - 1])
         # a repeated first step too (a second job's first record): another run
-        if (not b > first and not evidence) or (b < a and clock_back):
+        # a counter that restarts with the next epoch is the same run going on
+        next_epoch = epochs is not None and epochs[i] > epochs[i - 1]
+        if (not b > first and not evidence and not next_epoch) or (b < a and clock_back):
             out.append(int(lines[i]))
             first = b
     return out

@@ -29,6 +29,7 @@ class Spec:
     noise: str | None = None  # regex of lines known to be noise (ignored)
     epoch_base: int = 0  # the first epoch's number, for steps counted within epochs
     epoch_steps: bool = True  # ``epoch E ... [i/N]`` without a step key: step E*N + i
+    counter_steps: bool = False  # else (epoch_steps off) the counter i is the step
     convert: Callable[[pl.DataFrame], pl.DataFrame] | None = None  # column fix-ups
     keep: Callable[[str], bool] | None = None  # which record templates to keep (by shape)
     rewrite: tuple[tuple[str, str], ...] = ()  # (regex, replacement) on each cleaned line

@@ -2,7 +2,8 @@
 
 A framework with a fast layout reader (Megatron, metaseq, fairseq, nanoGPT,
 torchtitan) names a ``TOLERANT`` spec; the lines its layout reader leaves unrecognized
-are read again by :mod:`parsers.reader`, and the records with a loss found there (a
+are read again by :mod:`parsers.reader` (``TOLERANT_ALONE`` instead, when the layout
+reader read no record at all), and the records with a loss found there (a
 field more or less, another prefix, ``lm loss: NAN``, another number style) join the
 metrics, with a caveat that counts them. Nothing else changes: lines the layout reader
 used keep their meaning.
@@ -26,6 +27,8 @@ def with_fallback(module: ModuleType, lines: pl.DataFrame, name: str) -> Parsed:
     """``module.parse`` of the lines, with the tolerant reader on what it left."""
     parsed = module.parse(lines, name)
     spec = getattr(module, "TOLERANT", None)
+    if parsed.metrics.height == 0:  # nothing read by the layout: its own fallback, if any
+        spec = getattr(module, "TOLERANT_ALONE", spec)
     if spec is None or parsed.unrecognized.len() == 0:
         return parsed
     # the lines left, read beside a sample of the file, whose whole records teach the

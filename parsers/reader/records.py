@@ -66,13 +66,15 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int) -> pl.DataFrame
             exprs.append((to_float(value) * f.scale).alias(f.column))
     if "epoch" in by_role:
         exprs.append(to_float(by_role["epoch"]).alias("epoch"))
-    epoch_steps = spec.epoch_steps and t.step_field() is None
-    if epoch_steps and "epoch" in by_role and "position" in by_role:
+    if t.step_field() is None and "epoch" in by_role and "position" in by_role:
         total = by_role.get("total")
         epoch = to_int(by_role["epoch"]) - spec.epoch_base
         pos = to_int(by_role["position"])
-        step = epoch * to_int(total) + pos if total is not None else pos
-        exprs.append(step.alias("step"))
+        # counted over epochs where the framework does; else the counter may stand in
+        if spec.epoch_steps and total is not None:
+            exprs.append((epoch * to_int(total) + pos).alias("step"))
+        elif spec.counter_steps:
+            exprs.append(pos.alias("step"))
     total = next((f for f in t.fields if f.role == "total"), None)
     step_f = t.step_field()
     if total is not None and step_f is not None and total.index == step_f.index + 1:
