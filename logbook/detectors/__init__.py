@@ -29,6 +29,7 @@ from logbook.detectors import (
     lr_change,
     nonfinite,
     restarts,
+    short_spike,
     stall,
     throughput,
 )
@@ -50,6 +51,7 @@ DETECTORS: dict[str, Detector] = {
     "stall": stall.DETECTOR,
     "throughput_drop": throughput.DETECTOR,
     "restarts": restarts.DETECTOR,
+    "short_spike": short_spike.DETECTOR,
 }
 
 PRECURSORS = "precursors"  # the config section of precursor linking
@@ -106,6 +108,7 @@ def detect(
             jobs[name] = pool.submit(DETECTORS[name], ctx, cfg[name])
         for name in DETECTORS:
             found += jobs[name].result()
+    found = _one_spike_each(found)
     if k is not None:
         annotate(found, k)
     _assign_ids(found)
@@ -113,6 +116,21 @@ def detect(
     assert isinstance(pre, PrecursorConfig)
     found = link(found, pre, ctx.interval)
     return sorted(found, key=_order)
+
+
+def _one_spike_each(found: list[Finding]) -> list[Finding]:
+    """A short excerpt's spike that ``loss_spike`` found too is reported once (by it)."""
+    spans = [
+        (f.start_step, f.end_step)
+        for f in found
+        if f.detector == "loss_spike" and f.start_step is not None and f.end_step is not None
+    ]
+
+    def seen(f: Finding) -> bool:
+        lo, hi = f.start_step, f.end_step
+        return lo is not None and hi is not None and any(a <= hi and lo <= b for a, b in spans)
+
+    return [f for f in found if not (f.detector == "short_spike" and seen(f))]
 
 
 def _order(f: Finding) -> tuple:

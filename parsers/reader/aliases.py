@@ -44,6 +44,7 @@ ALIASES: dict[str, str] = {
     "ce_loss": "loss",
     "train_ce_loss": "loss",
     "loss_step": "loss",
+    "step_loss": "loss",
     "avg_loss": "loss",
     # learning rate
     "lr": "lr",

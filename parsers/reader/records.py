@@ -53,6 +53,8 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int) -> pl.DataFrame
     by_role = {}
     for f in t.fields:
         value = nums.list.get(f.index, null_on_oob=True)
+        if f.cut:  # a number cut short reads as another number; a word reads whole
+            value = pl.when(value.str.contains(r"(?i)^[-+]?(?:nan|inf)")).then(value)
         by_role.setdefault(f.role, value)
         if f.column is None or f.role in ("epoch",):
             continue

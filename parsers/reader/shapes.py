@@ -126,7 +126,7 @@ def _cut_records(temps: dict[str, Template]) -> None:
         if shape.rstrip().endswith(("#", '#"')):
             for f in fields:
                 if f.index == n - 1 and f.role != "step":
-                    f.column = None
+                    f.cut = True
         temps[shape] = Template(shape=shape, kind="record", fields=fields, count=t.count)
 
 

@@ -53,6 +53,7 @@ class Field:
     column: str | None = None  # None: not kept (a total, an unnamed value)
     scale: float = 1.0
     role: str = "value"  # value, step, total, mean, position, epoch
+    cut: bool = False  # the last value of a line cut short: read only if whole (nan, inf)
 
 
 @dataclass

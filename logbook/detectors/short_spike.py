@@ -1,0 +1,91 @@
+"""``short_spike``: a loss jump in an excerpt too short for the rolling statistics.
+
+A pasted excerpt of a few records (``6.44 -> 11.42 -> 7.16``) is a spike to anyone who
+reads it, yet gives ``loss_spike`` no window to measure noise in. Fires when, on a run
+of at most ``max_records`` (20) loss records, a loss is at least ``min_ratio`` (1.3)
+times the median of the records before it in its lineage (at least one record before). The finding
+(kind ``loss_spike``) spans the records until the loss is back under ``recovered_ratio``
+(1.2) times the baseline, or the end ("not recovered"), and says that the evidence is
+short. Severity: critical at ``critical_ratio`` (2x) or not recovered, warning otherwise.
+
+Stays quiet on: longer runs (``loss_spike`` judges them), a falling loss, a first
+record, constant input, steps where ``loss_spike`` already found a spike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from pydantic import Field
+
+from logbook.detectors._base import Detector, DetectorConfig, finding
+from logbook.detectors._frame import Context
+from logbook.schema import Finding
+
+NAME = "short_spike"
+
+
+class Config(DetectorConfig):
+    """Thresholds for short excerpts."""
+
+    max_records: int = Field(20, ge=2, description="Longest run (loss records) judged here.")
+    min_ratio: float = Field(1.3, gt=1, description="Loss / median of the records before.")
+    recovered_ratio: float = Field(1.2, gt=1, description="Back under this times the baseline.")
+    critical_ratio: float = Field(2.0, gt=1, description="Peak / baseline that is critical.")
+
+
+def detect(ctx: Context, cfg: Config) -> list[Finding]:
+    if not ctx.has("loss"):
+        return []
+    d = ctx.select(["lineage", "step", "segment", "loss"]).filter(
+        pl.col("loss").is_not_null() & pl.col("loss").is_finite()
+    )
+    if d.height < 2 or d.height > cfg.max_records:
+        return []
+    out: list[Finding] = []
+    for (_,), part in d.group_by(["lineage"], maintain_order=True):
+        out += _episodes(part, cfg)
+    return out
+
+
+def _episodes(part: pl.DataFrame, cfg: Config) -> list[Finding]:
+    loss = part.get_column("loss").to_numpy()
+    steps = part.get_column("step").to_list()
+    segs = part.get_column("segment").to_list()
+    out, i = [], 1
+    while i < loss.size:
+        base = float(np.median(loss[:i]))
+        if base <= 0 or loss[i] < cfg.min_ratio * base:
+            i += 1
+            continue
+        j = i
+        while j + 1 < loss.size and loss[j + 1] >= cfg.recovered_ratio * base:
+            j += 1
+        peak = i + int(np.argmax(loss[i : j + 1]))
+        recovered = j + 1 < loss.size
+        ratio = float(loss[peak] / base)
+        severe = ratio >= cfg.critical_ratio or not recovered
+        out.append(
+            finding(
+                "loss_spike",
+                NAME,
+                "critical" if severe else "warning",
+                step=steps[peak],
+                start_step=steps[i],
+                end_step=steps[j],
+                score=ratio,
+                segment=segs[i],
+                message=(
+                    f"loss {loss[peak]:.4g} at step {steps[peak]}, x{ratio:.2f} the "
+                    f"{base:.4g} of the {i} record(s) before"
+                    + ("" if recovered else "; not recovered by the end of the excerpt")
+                    + f" (a short excerpt: {loss.size} records, judged on its own records)"
+                ),
+                evidence={"baseline": base, "peak": float(loss[peak]), "records": int(loss.size)},
+            )
+        )
+        i = j + 1
+    return out
+
+
+DETECTOR = Detector(name=NAME, config=Config, fn=detect, kinds=("loss_spike",), doc=__doc__ or "")

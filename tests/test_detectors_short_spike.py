@@ -1,0 +1,49 @@
+"""short_spike: loss jumps in excerpts too short for the rolling statistics."""
+
+import numpy as np
+import polars as pl
+
+from logbook.detectors import DETECTORS, build_context, detect
+from logbook.run import Run
+
+SHORT = DETECTORS["short_spike"]
+
+
+def run_of(steps: list[int], loss: list[float]) -> Run:
+    return Run(metrics=pl.DataFrame({"step": steps, "loss": loss}))
+
+
+def test_three_record_paste_is_one_spike():
+    # 6.44 -> 11.42 -> 7.16: x1.77 the record before, back under 1.2x at the next one
+    (f,) = SHORT(build_context(run_of([7000, 7010, 7220], [6.444662, 11.42026, 7.155109])))
+    assert (f.kind, f.detector, f.severity) == ("loss_spike", "short_spike", "warning")
+    assert (f.step, f.start_step, f.end_step) == (7010, 7010, 7010)
+    assert f.score == 1.77205
+    assert "a short excerpt: 3 records" in f.message
+
+
+def test_a_rise_to_the_end_is_not_recovered_and_critical():
+    loss = [6.365808, 6.598378, 7.314456, 9.121927, 10.23865]
+    (f,) = SHORT(build_context(run_of([6900, 6910, 6920, 6930, 6940], loss)))
+    assert (f.start_step, f.end_step, f.step, f.severity) == (6930, 6940, 6940, "critical")
+    assert "not recovered" in f.message
+
+
+def test_quiet_on_a_falling_loss_a_constant_one_and_a_single_record():
+    assert SHORT(build_context(run_of([1, 2, 3, 4], [9.0, 7.0, 6.0, 5.5]))) == []
+    assert SHORT(build_context(run_of([1, 2, 3], [2.0, 2.0, 2.0]))) == []
+    assert SHORT(build_context(run_of([5], [3.0]))) == []
+
+
+def test_quiet_on_runs_longer_than_max_records():
+    loss = list(np.linspace(5.0, 4.0, 30))
+    loss[20] = 12.0
+    assert SHORT(build_context(run_of(list(range(1, 31)), loss))) == []
+
+
+def test_a_spike_loss_spike_finds_is_reported_once():
+    steps = list(range(1, 21))
+    loss = [10.0 - 0.1 * i for i in range(20)]
+    loss[12:15] = [30.0, 29.0, 28.0]
+    found = [f for f in detect(run_of(steps, loss)) if f.kind == "loss_spike"]
+    assert [(f.detector, f.start_step) for f in found] == [("loss_spike", 13)]
