@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import parsers
+from logbook.detectors import detect
 from logbook.errors import InputError
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
@@ -88,3 +89,46 @@ def test_at_least_sixty_excerpts_of_fifteen_frameworks_three_each():
     counts = {f: sum(x.parent.name == f for x in LABELS) for f in frameworks}
     assert len(LABELS) >= 60 and len(frameworks) >= 15
     assert min(counts.values()) >= 3, counts
+
+
+# labelled incident -> the event or finding kinds that show it
+SHOWN_BY = {
+    "restarts": ("restart",),
+    "nonfinite": ("nonfinite", "overflow_skip"),
+    "loss_spikes": ("loss_spike", "divergence"),
+    "lr_changes": ("lr_change",),
+}
+
+
+def _shown(step: int, kinds: tuple[str, ...], events: list) -> bool:
+    """An event of those kinds at the step (one record either way), or a finding whose
+    span covers it; a restart shows the step it resumes at."""
+    for e in events:
+        if e.kind not in kinds:
+            continue
+        lo, hi = getattr(e, "start_step", None), getattr(e, "end_step", None)
+        if lo is not None and hi is not None and lo - 1 <= step <= hi + 1:
+            return True
+        at = [x for x in (e.step, getattr(e, "resume_step", None)) if x is not None]
+        if any(abs(x - step) <= 1 for x in at):
+            return True
+        if e.kind == "restart" and any(abs(x + 1 - step) <= 1 for x in at):
+            return True
+    return False
+
+
+def test_nine_in_ten_labelled_incidents_are_events_or_findings():
+    shown = total = 0
+    for label in LABELS:
+        want = json.loads(label.read_text())
+        try:
+            runs = parsers.read_logs(_input(label))
+        except InputError:
+            runs = []
+        events = [e for r in runs for e in [*r.events, *detect(r)]]
+        for key, kinds in SHOWN_BY.items():
+            for step in want.get(key) or []:
+                total += 1
+                shown += _shown(step, kinds, events)
+    assert total >= 80
+    assert shown / total >= 0.9, (shown, total)
