@@ -6,13 +6,14 @@ So one training step often spans several rows (``LearningRateMonitor`` writes it
 ``lr-<Optimizer>`` row beside the ``train_loss`` row): adjacent rows of one step are
 merged into one record (the rows after the first counted in
 ``meta["continued_lines"]``). Rows with only evaluation keys (``val_loss``) become
-``validation`` events; rows with only epoch aggregates (``train_loss_epoch``, the mean
-of the epoch's steps) are ignored, with a caveat. Keys map as TensorBoard tags do
-(``train_loss``/``train_loss_step``->``loss``, ``lr-SGD``->``lr``...).
+``validation`` events; rows with only epoch aggregates (``train_loss_epoch``,
+``epoch_time``, the mean of the epoch's steps) are ignored, with a caveat. Keys map as
+TensorBoard tags do (``train_loss``/``train_loss_step``->``loss``, ``lr-SGD``->``lr``...).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import polars as pl
@@ -47,12 +48,19 @@ def sniff(head: list[str]) -> int:
     return 85 if all(b.count(",") == len(cols) - 1 for b in body[1:20]) else 0
 
 
+def _per_epoch(column: str) -> bool:
+    """A value logged once an epoch: ``train_loss_epoch``, ``train_epoch_perplexity``,
+    ``epoch_time`` (``epoch`` a word of the name, the name not ``epoch`` itself)."""
+    words = re.split(r"[^0-9a-z]+", column.lower())
+    return column.lower() != "epoch" and "epoch" in words
+
+
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
     header, raw, blank = read_csv(lines, name)
     metric_cols = [c for c in header if c not in META_COLS]
     vals = numbers(raw, header).with_columns(raw.get_column("_line").alias("line"))
     evals = [c for c in metric_cols if tt.eval_split(c)]
-    epoch_aggs = [c for c in metric_cols if c not in evals and c.endswith("_epoch")]
+    epoch_aggs = [c for c in metric_cols if c not in evals and _per_epoch(c)]
     train = [c for c in metric_cols if c not in evals and c not in epoch_aggs]
     kinds = vals.with_columns(
         some(train).alias("_t"), some(evals).alias("_e"), some(epoch_aggs).alias("_a")

@@ -32,8 +32,6 @@ KNOWN_GAPS = {
     "hf_trainer/nbbert_seqlabel_flattened_bars_log_history": "a printed log_history list",
     "lightning/automm_fp16_nan_loss_glued_ckpt": "bar position is not the global step",
     "lightning/dogcat_docker_glued_checkpoint_msgs": "bars glued at terminal width",
-    "lightning/slm_csvlogger_epoch_val_rows": "validation rows reuse the epoch's step",
-    "lightning/slm_csvlogger_resumed_epoch10": "validation rows reuse the epoch's step",
     "mlx_lm/mlx_lm_pr326_grad_debug_noise": "debug lines shaped like records",
 }
 
