@@ -59,6 +59,25 @@ def _numbers(raw: pl.DataFrame, skip: set[str]) -> dict[str, pl.Expr]:
     return out
 
 
+_COUNT = r"^\s*(\d{1,18})\s*/\s*\d+\s*$"
+
+
+def _counts(raw: pl.DataFrame, paths: dict[str, str], names: dict[str, str]) -> dict[str, pl.Expr]:
+    """A count printed with its total (``"global_step/max_steps": "601/2161"``): the
+    count, under the key's first part (``global_step``)."""
+    out = {}
+    for col, dtype in raw.schema.items():
+        key = paths.get(col, col)
+        if dtype != pl.String or "/" not in key:
+            continue
+        values = raw.get_column(col).drop_nulls()
+        if values.len() == 0 or not values.str.contains(_COUNT).all():
+            continue
+        names[col] = snake(key.split("/", 1)[0])
+        out[col] = pl.col(col).str.extract(_COUNT, 1).cast(pl.Float64)
+    return out
+
+
 def _name(sn: str) -> str:
     return f"{sn}_value" if sn in _RESERVED or sn in METRIC_COLUMNS else sn
 
@@ -70,6 +89,7 @@ def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:
     names = {c: snake(paths.get(c, c)) for c in raw.columns}
     time_cols, time = _time_column(raw, names)
     numbers = _numbers(raw, time_cols)
+    numbers.update(_counts(raw, paths, names))
     by_snake: dict[str, list[str]] = {}
     for col in numbers:
         by_snake.setdefault(names[col], []).append(col)

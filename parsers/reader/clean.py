@@ -55,7 +55,8 @@ _FORMATS = (
 
 
 def stamp_times(stamps: pl.Series) -> pl.Series:
-    """Stamps -> UTC datetimes (null where a stamp does not read, or lacks a year)."""
+    """Stamps -> UTC datetimes (null where a stamp does not read, or lacks a year); a
+    stamp's own UTC offset is applied, a stamp without one is read as UTC."""
     base = stamps.str.replace(r"[.,]\d+.*$", "").str.replace(r"(Z|[+-]\d{2}:?\d{2})$", "")
     out = pl.Series("time", [None] * len(stamps), dtype=pl.Datetime("us", "UTC"))
     frac = stamps.str.extract(r"[.,](\d+)", 1)
@@ -63,7 +64,12 @@ def stamp_times(stamps: pl.Series) -> pl.Series:
         t = base.str.strptime(pl.Datetime("us"), fmt, strict=False)
         out = out.fill_null(t.dt.replace_time_zone("UTC"))
     micros = frac.str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)
-    return (out + micros.cast(pl.Duration("us"))).alias("time")
+    offset = stamps.str.extract(r"([+-])(\d{2}):?(\d{2})$", 0)
+    sign = pl.select(pl.when(offset.str.starts_with("-")).then(-1).otherwise(1)).to_series()
+    hours = offset.str.slice(1, 2).cast(pl.Int64, strict=False).fill_null(0)
+    mins = offset.str.slice(-2, 2).cast(pl.Int64, strict=False).fill_null(0)
+    shift = (sign * (hours * 3600 + mins * 60) * 1_000_000).cast(pl.Duration("us"))
+    return (out + micros.cast(pl.Duration("us")) - shift).alias("time")
 
 
 # where a progress bar starts again inside a line: a redraw whose carriage return was

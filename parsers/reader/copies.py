@@ -1,6 +1,7 @@
-"""Per-rank copies of one record: every rank prints the same step, most with the same
-loss and only throughput jittering. Kept once, counted as ignored lines with a caveat
-(a step printed again later, after a rewind, is not a copy: the copies are adjacent)."""
+"""Per-rank copies of one record: every rank prints the same step with the same loss
+(only throughput jittering), interleaved or in blocks, one rank's lines after the
+other's. Kept once, counted as ignored lines with a caveat. A step printed again after a
+launch or crash line is a recomputed step, not a copy."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ _LAUNCH = ("restart", "hardware_failure")
 
 
 def drop_rank_copies(parsed: Parsed) -> Parsed:
-    """``parsed`` without the records that repeat the step and loss of the record
-    before them (within a run of records of that step)."""
+    """``parsed`` without the records that repeat the step and loss of an earlier record
+    of the same launch."""
     m = parsed.metrics
     if m.height < 2 or "step" not in m.columns or "loss" not in m.columns:
         return parsed
     step = m.get_column("step")
-    if step.null_count() == m.height or not (step.slice(1) == step.slice(0, m.height - 1)).any():
-        return parsed  # no step follows itself: nothing to compare (the common case)
+    if step.null_count() == m.height or (step.diff().drop_nulls() > 0).all():
+        return parsed  # steps only go forward: no copies (the common case)
     # launches and crashes between two records make them records of different launches
     marks = np.sort(
         np.array(
@@ -34,12 +35,10 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     )
     launch = np.searchsorted(marks, m.get_column("line").to_numpy(), side="left")
     m2 = m.with_columns(pl.Series("_launch", launch, pl.Int64))
-    new = (pl.col("step") != pl.col("step").shift(1)) | (
-        pl.col("_launch") != pl.col("_launch").shift(1)
-    )
-    run = new.fill_null(True).cum_sum()
     loss = pl.col("loss").cast(pl.Float64)
-    key = pl.struct(run.alias("r"), loss.fill_nan(None).alias("l"), loss.is_nan().alias("n"))
+    key = pl.struct(
+        pl.col("_launch"), pl.col("step"), loss.fill_nan(None).alias("l"), loss.is_nan().alias("n")
+    )
     keep = key.is_first_distinct() | pl.col("step").is_null() | pl.col("loss").is_null()
     kept = m2.filter(keep).drop("_launch")
     dropped = m.height - kept.height

@@ -24,7 +24,11 @@ def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
     df = with_kinds(df, temps)
     records, continued = records_of(df, temps, spec)
     found = records.get_column("line")
-    records, copies = dedupe(records)
+    # lines that may hold an event (launches, crashes, saves...): read once records are known
+    maybe = df.filter(
+        (pl.col("kind") != "record").fill_null(True) & pl.col("body").str.contains(events.ANY)
+    ).get_column("line")
+    records, copies = dedupe(records, maybe)
     meta: dict = {"rank_copies": copies, "continued_lines": continued.len()}
     if copies:
         meta["caveats"] = [f"{copies} per-rank copies or redraws of records dropped"]
@@ -32,7 +36,7 @@ def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
         records = numbered(records, df, meta)
     taken = pl.concat([found, continued])
     df = df.with_columns(pl.col("line").is_in(taken.implode()).alias("taken"))
-    evs, event_lines = _events(df, temps, records, name)
+    evs, event_lines = _events(df, temps, records, name, maybe)
     # a line is used when one of its drawn states is; else unrecognized when one is
     free = df.filter(~pl.col("taken") & ~pl.col("line").is_in(event_lines.implode()))
     free = free.with_columns(_ignored(spec).alias("ign"))
@@ -52,7 +56,11 @@ def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
 
 
 def _events(
-    df: pl.DataFrame, temps: dict[str, Template], records: pl.DataFrame, name: str
+    df: pl.DataFrame,
+    temps: dict[str, Template],
+    records: pl.DataFrame,
+    name: str,
+    maybe: pl.Series,
 ) -> tuple[list[EventBase], pl.Series]:
     """Validation lines (by their template) and event lines (by pattern)."""
     out: list[EventBase] = []
@@ -69,7 +77,7 @@ def _events(
             out.append(ev)
             lines.append(line)
     cand = free.filter(
-        (pl.col("kind") != "validation").fill_null(True) & pl.col("body").str.contains(events.ANY)
+        (pl.col("kind") != "validation").fill_null(True) & pl.col("line").is_in(maybe.implode())
     )
     for line, s in cand.select("line", "body").iter_rows():
         ev = events.read_event(s, line, name)

@@ -50,6 +50,8 @@ def to_float(col: pl.Expr) -> pl.Expr:
 
 def to_int(col: pl.Expr) -> pl.Expr:
     """Number tokens -> Int64 where they are whole numbers within int64; else null."""
+    digits = col.str.replace_all(",", "", literal=True)
+    exact = digits.str.strip_chars_start("+").cast(pl.Int64, strict=False)  # digits as they are
     value = to_float(col)
     whole = value.is_finite() & (value == value.round(0)) & (value.abs() < 9.2e18)
-    return pl.when(whole).then(value).otherwise(None).cast(pl.Int64, strict=False)
+    return pl.coalesce(exact, pl.when(whole).then(value).cast(pl.Int64, strict=False))

@@ -13,7 +13,8 @@ from parsers.reader.clean import stamp_times
 from parsers.reader.numbers import NUMBER, to_float, to_int
 from parsers.reader.templates import Template
 
-_LOGGING_STEPS = r"logging_steps\s*[=:]\s*(\d+)"
+# ``logging_steps=10``, ``logging_steps: 10``, ``"logging_steps": 10``, ``--logging_steps 10``
+_LOGGING_STEPS = r"logging_steps[\"']?\s*[=:]?\s*(\d+)\b"
 
 
 def records_of(
@@ -146,19 +147,23 @@ def _multiline(
     return out.with_columns(pl.lit(-1, pl.Int32).alias("_shape")), pairs.get_column("line")
 
 
-def dedupe(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """Per-rank copies and redraws: consecutive records of one shape and one step, kept
-    once (the last)."""
+def dedupe(records: pl.DataFrame, marks: pl.Series) -> tuple[pl.DataFrame, int]:
+    """Per-rank copies and redraws: consecutive records of one shape and one step, with
+    no launch or crash line (``marks``) between them, kept once (the last)."""
     if records.height < 2 or records.get_column("step").null_count() == records.height:
         return records.drop("_shape", strict=False), 0
-    same = (pl.col("step") == pl.col("step").shift(1)) & (
-        pl.col("_shape") == pl.col("_shape").shift(1)
+    at = np.searchsorted(np.sort(marks.to_numpy()), records.get_column("line").to_numpy())
+    records = records.with_columns(pl.Series("_mark", at, pl.Int64))
+    same = (
+        (pl.col("step") == pl.col("step").shift(1))
+        & (pl.col("_shape") == pl.col("_shape").shift(1))
+        & (pl.col("_mark") == pl.col("_mark").shift(1))
     )
     # the last of the copies stays: a progress bar redrawn at one step ends in its final state
     same = same.shift(-1)
     keep = records.with_columns(same.fill_null(False).alias("_dup"))
     copies = int(keep.get_column("_dup").sum())
-    out = keep.filter(~pl.col("_dup")).drop("_dup", "_shape")
+    out = keep.filter(~pl.col("_dup")).drop("_dup", "_shape", "_mark")
     return out, copies
 
 

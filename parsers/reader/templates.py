@@ -111,8 +111,8 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
             f.scale = out[-1].scale
         elif key is None and after[len(unit) :].lstrip().startswith("/"):
             f.role = "position"
-        elif key is None and i == 0 and not pre.strip(" [(|#"):
-            f.role = "lead"
+        elif key is None and i == 0 and not pre.strip(" [(|#") and not unit:
+            f.role = "lead"  # (a leading ``25%`` is a progress bar's, not a step)
         out.append(f)
         _assign(f, key, unit, extra)
     return out

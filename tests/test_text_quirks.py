@@ -1,0 +1,104 @@
+"""Quirks of real logs the tolerant reader keeps right (each one went wrong once)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import parsers
+
+
+def _runs(tmp_path: Path, text: str, name: str = "x.log"):
+    p = tmp_path / name
+    p.write_text(text)
+    return parsers.read_logs(p)
+
+
+def _steps(run) -> list:
+    return run.metrics.get_column("step").to_list()
+
+
+def test_a_relaunch_that_repeats_the_crashed_step_keeps_both_records(tmp_path):
+    text = (
+        "step 1 | loss 2.50 | lr 1.0e-04\nstep 2 | loss 2.40 | lr 1.0e-04\n"
+        "step 3 | loss 2.30 | lr 1.0e-04\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "Resuming training from checkpoint at step 2\n"
+        "step 3 | loss 2.31 | lr 1.0e-04\nstep 4 | loss 2.20 | lr 1.0e-04\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 2, 3, 3, 4]
+    (r,) = run.events_of("restart")
+    assert (r.resume_step, r.last_step_before, r.lost_steps, r.cause) == (2, 3, 1, "cuda_error")
+
+
+def test_per_rank_copies_in_blocks_are_one_run_read_once(tmp_path):
+    text = (
+        "[rank0]: step 1 | loss 2.50\n[rank0]: step 2 | loss 2.40\n"
+        "[rank1]: step 1 | loss 2.50\n[rank1]: step 2 | loss 2.40\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 2]
+    assert "2 per-rank copies of records dropped" in run.meta.caveats
+
+
+def test_a_progress_bars_percentage_is_not_its_step(tmp_path):
+    text = (
+        " 25%|\u2588\u2588\u258c       | 1/4 [00:01<00:03, 1.00it/s, loss=2.5]\n"
+        " 50%|\u2588\u2588\u2588\u2588\u2588     | 2/4 [00:02<00:02, 1.00it/s, loss=2.4]\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 2]
+    assert run.metrics.get_column("loss").to_list() == [2.5, 2.4]
+
+
+def test_a_stamps_utc_offset_is_applied(tmp_path):
+    text = (
+        "2024-05-01T12:00:00+02:00 step 1 | loss 2.50\n"
+        "2024-05-01T12:01:00-01:30 step 2 | loss 2.40\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.get_column("time").to_list() == [
+        datetime(2024, 5, 1, 10, 0, tzinfo=UTC),
+        datetime(2024, 5, 1, 13, 31, tzinfo=UTC),
+    ]
+
+
+def test_logging_steps_as_json_or_a_flag_numbers_the_records(tmp_path):
+    dicts = (
+        "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+        "{'loss': 2.4, 'learning_rate': 1e-05, 'epoch': 0.2}\n"
+    )
+    for echo in ('  "logging_steps": 10,\n', "--logging_steps 10\n"):
+        (run,) = _runs(tmp_path, echo + dicts)
+        assert _steps(run) == [10, 20]
+        assert "no step printed: records numbered in order x logging_steps=10" in run.meta.caveats
+
+
+def test_a_json_count_with_its_total_gives_the_step(tmp_path):
+    text = (
+        '{"global_step/max_steps": "601/2161", "loss": 2.31, "learning_rate": 1e-4}\n'
+        '{"global_step/max_steps": "602/2161", "loss": 2.29, "learning_rate": 1e-4}\n'
+    )
+    (run,) = _runs(tmp_path, text, "trainer_log.jsonl")
+    assert _steps(run) == [601, 602]
+
+
+def test_an_old_megatron_nan_loss_is_read_as_nan(tmp_path):
+    row = (
+        " iteration       {s}/  500000 | consumed samples: {c} | elapsed time per iteration (ms):"
+        " 1234.5 | learning rate: 1.000E-04 | global batch size:    64 | lm loss: {loss} |"
+        " loss scale: 65536.0 | number of skipped iterations:   0 |"
+        " number of nan iterations:   0 |\n"
+    )
+    text = "".join(
+        row.format(s=s, c=s * 64, loss=v)
+        for s, v in ((10, "1.050000E+01"), (20, "NAN"), (30, "9.9E+00"))
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "megatron"
+    loss = run.metrics.get_column("loss").to_list()
+    assert _steps(run) == [10, 20, 30] and loss[0] == 10.5 and loss[1] != loss[1] and loss[2] == 9.9
+    assert [(e.step, e.metric, e.value) for e in run.events_of("nonfinite")] == [
+        (20, "loss", "nan")
+    ]
