@@ -14,6 +14,7 @@ one module plus one line in ``FORMATS``.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from types import ModuleType
 
@@ -156,16 +157,18 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
     return parsed, stats
 
 
-def parse_path(path: str | Path, fmt: str) -> list[tuple[Parsed, ParseStats]]:
+def parse_path(path: str | Path, fmt: str, runs: bool = False) -> list[tuple[Parsed, ParseStats]]:
     """Parse one path: a directory or binary file by its format's ``read_path`` (one
-    part per launch), a text file by ``parse_file``."""
+    part per launch), a text file by ``parse_file``. ``runs``: a directory may hold
+    several runs (its format's ``read_path`` is told, where it takes ``runs``)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     mod, p = FORMATS[fmt], Path(path)
     if not (hasattr(mod, "read_path") and mod.sniff_path(p) > 0):
         return [parse_file(path, fmt)]
     out = []
-    for part in mod.read_path(p):
+    takes_runs = "runs" in inspect.signature(mod.read_path).parameters
+    for part in mod.read_path(p, runs=True) if runs and takes_runs else mod.read_path(p):
         unrec = part.unrecognized
         stats = ParseStats(
             file=str(part.meta.get("file", p)),
@@ -226,7 +229,7 @@ def read_logs(
 
 
 def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -> list[Run]:
-    from parsers.runs import run_starts, split_part
+    from parsers.runs import fresh_start, run_starts, split_part
 
     if isinstance(paths, str | Path):
         paths = [paths]
@@ -235,15 +238,20 @@ def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -
     formats = [fmt or sniff(p) for p in paths]
     if "logbook" in formats or set(formats) == {"chronicle"}:
         return [_read_log(paths, fmt, tz)]
-    results = [r for p, f in zip(paths, formats, strict=True) for r in parse_path(p, f)]
-    order = order_parts([r[0] for r in results])
-    ranked = sorted(range(len(results)), key=lambda i: order.index(results[i][0]))
-    groups: list[list[tuple[Parsed, ParseStats]]] = [[]]
-    for i in ranked:
-        part, st = results[i]
-        blocks = split_part(part, st, starts) if (starts := run_starts(part)) else [(part, st)]
-        groups[-1].append(blocks[0])
-        groups += [[b] for b in blocks[1:]]
+    results = [r for p, f in zip(paths, formats, strict=True) for r in parse_path(p, f, True)]
+    groups: list[list[tuple[Parsed, ParseStats]]] = []
+    for per_dir in _by_run_dir(results):
+        order = order_parts([r[0] for r in per_dir])
+        ranked = sorted(range(len(per_dir)), key=lambda i: order.index(per_dir[i][0]))
+        groups.append([])
+        for i in ranked:
+            part, st = per_dir[i]
+            starts = run_starts(part)
+            blocks = split_part(part, st, starts) if starts else [(part, st)]
+            if groups[-1] and fresh_start(groups[-1], part):
+                groups.append([])  # a directory's next writer started another run
+            groups[-1].append(blocks[0])
+            groups += [[b] for b in blocks[1:]]
     runs = []
     for k, group in enumerate(groups):
         parts = [g[0] for g in group]
@@ -251,11 +259,36 @@ def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -
         metrics, events = stitch(parts, [s.file for s in stats])
         run = Run(metrics=metrics, events=events, meta=_meta(parts, stats))
         if len(groups) > 1:
-            base = run.meta.name or Path(stats[0].file).name
-            run.meta.name = base if k == 0 else f"{base}#{k + 1}"
+            base = run.meta.name or parts[0].meta.get("run_dir") or Path(stats[0].file).name
+            taken = {r.meta.name for r in runs}
+            run.meta.name = base if base not in taken else f"{base}#{k + 1}"
             run.meta.caveats.append(f"run {k + 1} of {len(groups)} in this input")
         runs.append(run)
     return runs
+
+
+def _by_run_dir(
+    results: list[tuple[Parsed, ParseStats]],
+) -> list[list[tuple[Parsed, ParseStats]]]:
+    """Parts grouped by the directory of runs they came from where their writers ran at
+    the same time (a sweep's TensorBoard runs); all in one group otherwise."""
+    dirs = [r[0].meta.get("run_dir") for r in results]
+    if len(set(dirs)) < 2 or None in dirs or not _overlap(results, dirs):
+        return [results]
+    return [[r for r, d in zip(results, dirs, strict=True) if d == k] for k in dict.fromkeys(dirs)]
+
+
+def _overlap(results: list[tuple[Parsed, ParseStats]], dirs: list) -> bool:
+    """Whether the directories' records interleave in time."""
+    spans = {}
+    for (part, _), d in zip(results, dirs, strict=True):
+        t = part.metrics.get_column("time").drop_nulls() if "time" in part.metrics.columns else None
+        if t is None or t.len() == 0:
+            return False
+        lo, hi = spans.get(d, (t.min(), t.max()))
+        spans[d] = (min(lo, t.min()), max(hi, t.max()))
+    ordered = sorted(spans.values())
+    return any(b[0] < a[1] for a, b in zip(ordered, ordered[1:], strict=False))
 
 
 def _meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:

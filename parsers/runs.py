@@ -58,6 +58,22 @@ def run_starts(part: Parsed) -> list[int]:
     return out
 
 
+def fresh_start(group: list[tuple[Parsed, ParseStats]], part: Parsed) -> bool:
+    """Whether ``part``, the next writer of a directory of runs (a TensorBoard writer
+    root), starts another run: it comes from another root, begins back at the run's
+    first step, and no launch line says it resumed."""
+    prev = group[-1][0].meta.get("run_dir")
+    mine = part.meta.get("run_dir")
+    if prev is None or mine is None or prev == mine or part.metrics.height == 0:
+        return False
+    if any(e.kind == "restart" for e in part.events):
+        return False
+    first = [g[0].metrics.get_column("step").drop_nulls() for g in group]
+    start = min((s.min() for s in first if s.len()), default=None)
+    mine_first = part.metrics.get_column("step").drop_nulls()
+    return start is not None and mine_first.len() > 0 and mine_first.min() <= start
+
+
 def _seconds(m: pl.DataFrame) -> np.ndarray | None:
     if "time" not in m.columns or m.get_column("time").null_count() == m.height:
         return None

@@ -287,3 +287,18 @@ def test_detect_run_selects_one(monkeypatch, capsys, tmp_path):
         monkeypatch, capsys, "detect", "two_runs.log", "--json", "--run", "two_runs.log#2"
     )
     assert (code, out) == (0, "")
+
+
+def test_a_sweep_of_tensorboard_runs_is_read_as_one_run_each(tmp_path):
+    import shutil
+
+    from logbook.errors import InputError
+
+    restart = Path(__file__).resolve().parents[1] / "fixtures" / "tensorboard" / "restart"
+    for name in ("a", "b"):
+        shutil.copytree(restart, tmp_path / "sweep" / name)
+    runs = parsers.read_logs(tmp_path / "sweep")
+    assert [(r.meta.name, r.metrics.height) for r in runs] == [("a", 11), ("b", 11)]
+    assert [len(r.events_of("restart")) for r in runs] == [1, 1]
+    with pytest.raises(InputError, match=r"written at the same time \(a, b\)"):
+        parsers.read_log(tmp_path / "sweep")  # one run asked for: which one is not said

@@ -66,15 +66,17 @@ def _first_event(path: Path):
         return
 
 
-def read_path(path: Path) -> list[Parsed]:
-    """One part per launch, in launch order; ``meta["file"]`` names its event file and
-    ``meta["lines"]`` its number of records."""
-    found, caveats = launches(Path(path))
+def read_path(path: Path, runs: bool = False) -> list[Parsed]:
+    """One part per launch, in launch order; ``meta["file"]`` names its event file,
+    ``meta["lines"]`` its number of records and ``meta["run_dir"]`` its writer root.
+    ``runs``: directories of separate runs are welcome (see ``parsers.read_logs``)."""
+    found, caveats = launches(Path(path), together=runs)
     parts = []
     for k, launch in enumerate(found):
         part = to_parsed(launch, str(launch.main.path))
         part.meta["file"] = str(launch.main.path)
         part.meta["lines"] = launch.main.records
+        part.meta["run_dir"] = launch.run
         if k == 0:
             part.meta["caveats"] = caveats + part.meta["caveats"]
         parts.append(part)

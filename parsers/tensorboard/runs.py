@@ -55,8 +55,10 @@ def event_files(path: Path) -> list[Path]:
     return found
 
 
-def launches(path: Path) -> tuple[list[Launch], list[str]]:
-    """The launches of the run under ``path`` (in launch order) and caveats."""
+def launches(path: Path, together: bool = False) -> tuple[list[Launch], list[str]]:
+    """The launches of the run under ``path`` (in launch order) and caveats. Writer
+    roots that ran at the same time are refused, unless ``together`` (the caller reads
+    them as separate runs: each launch names its root in ``run``)."""
     files = event_files(path)
     if not files:
         raise InputError(f"{path}: no TensorBoard event files (events.out.tfevents.*) in it")
@@ -69,7 +71,8 @@ def launches(path: Path) -> tuple[list[Launch], list[str]]:
         raise InputError(f"{path}: only evaluation event files ({_names(path, evals)})")
     caveats: list[str] = []
     by_root = {r: _own_files(r, files, read) for r in trains}
-    _refuse_concurrent(path, by_root)
+    if not together:
+        _refuse_concurrent(path, by_root)
     out: list[Launch] = []
     for r in sorted(trains, key=lambda r: _start(by_root[r])):
         out += [Launch(main=ef, run=_rel(path, r)) for ef in by_root[r]]
