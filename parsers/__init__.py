@@ -208,6 +208,7 @@ def _read_log(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) ->
 
         return read_notes(list(paths), tz)
     results = [r for p, f in zip(paths, formats, strict=True) for r in parse_path(p, f)]
+    results = [(_one_run(part, st.file), st) for part, st in results]
     order = order_parts([r[0] for r in results])
     ranked = sorted(range(len(results)), key=lambda i: order.index(results[i][0]))
     parts = [results[i][0] for i in ranked]
@@ -229,7 +230,7 @@ def read_logs(
 
 
 def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -> list[Run]:
-    from parsers.runs import fresh_start, run_starts, split_part
+    from parsers.runs import by_run_column, fresh_start, run_starts, split_part
 
     if isinstance(paths, str | Path):
         paths = [paths]
@@ -239,6 +240,7 @@ def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -
     if "logbook" in formats or set(formats) == {"chronicle"}:
         return [_read_log(paths, fmt, tz)]
     results = [r for p, f in zip(paths, formats, strict=True) for r in parse_path(p, f, True)]
+    results = [b for part, st in results for b in by_run_column(part, st)]
     groups: list[list[tuple[Parsed, ParseStats]]] = []
     for per_dir in _by_run_dir(results):
         order = order_parts([r[0] for r in per_dir])
@@ -248,7 +250,10 @@ def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -
             part, st = per_dir[i]
             starts = run_starts(part)
             blocks = split_part(part, st, starts) if starts else [(part, st)]
-            if groups[-1] and fresh_start(groups[-1], part):
+            named = groups[-1] and part.meta.get("run") != groups[-1][-1][0].meta.get("run")
+            if groups[-1] and ("_run" in part.meta.get("runs_column", ()) or named):
+                groups.append([])  # records of another named run of the same export
+            elif groups[-1] and fresh_start(groups[-1], part):
                 groups.append([])  # a directory's next writer started another run
             groups[-1].append(blocks[0])
             groups += [[b] for b in blocks[1:]]
@@ -265,6 +270,21 @@ def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -
             run.meta.caveats.append(f"run {k + 1} of {len(groups)} in this input")
         runs.append(run)
     return runs
+
+
+def _one_run(part: Parsed, name: str) -> Parsed:
+    """``part`` as one run's records; an export of several runs is refused here (read
+    it with ``read_logs``, or pick one with ``--run``)."""
+    from parsers.runs import several_runs
+
+    if names := several_runs(part):
+        raise InputError(
+            f"{name}: holds {len(names)} runs ({', '.join(names)}): read them with "
+            "read_logs, or give --run NAME"
+        )
+    if "_run" in part.metrics.columns:
+        part.metrics = part.metrics.drop("_run")
+    return part
 
 
 def _by_run_dir(

@@ -111,3 +111,34 @@ def split_part(
         )
         out.append((block, st))
     return out
+
+
+def by_run_column(part: Parsed, stats: ParseStats) -> list[tuple[Parsed, ParseStats]]:
+    """A part whose records name their run (``_run``: a W&B export of several runs), one
+    part per run in the order they come; the line accounting stays with the first."""
+    if "_run" not in part.metrics.columns:
+        return [(part, stats)]
+    names = list(dict.fromkeys(part.metrics.get_column("_run").to_list()))
+    out = []
+    for k, name in enumerate(names):
+        m = part.metrics.filter(pl.col("_run") == name).drop("_run")
+        evs = [e for e in part.events if e.run == name]
+        meta = {**part.meta, "run": name}
+        block = Parsed(
+            metrics=m,
+            events=evs,
+            meta=meta,
+            unrecognized=part.unrecognized if k == 0 else part.unrecognized.clear(),
+            ignored=part.ignored if k == 0 else 0,
+        )
+        st = stats.model_copy(update={"records": m.height, "lines": stats.lines if k == 0 else 0})
+        out.append((block, st))
+    return out
+
+
+def several_runs(part: Parsed) -> list[str]:
+    """The runs a part's records name (``_run``), if more than one."""
+    if "_run" not in part.metrics.columns:
+        return []
+    names = list(dict.fromkeys(part.metrics.get_column("_run").to_list()))
+    return names if len(names) > 1 else []

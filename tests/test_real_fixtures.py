@@ -53,7 +53,17 @@ def _reads_right(label: Path) -> tuple[bool, tuple, tuple]:
         runs = parsers.read_logs(_input(label))
     except InputError as exc:
         return False, (str(exc),), ()
-    steps = [s for r in runs for s in r.metrics.get_column("step").to_list()]
+    # records in file order; a line that holds records of several runs (a W&B export's
+    # row) counts once
+    rows: dict[int, list] = {}
+    for r in runs:
+        mine: dict[int, list] = {}
+        for line, step in r.metrics.select("line", "step").iter_rows():
+            mine.setdefault(line, []).append(step)
+        for line, steps in mine.items():
+            if len(steps) > len(rows.get(line, [])):
+                rows[line] = steps
+    steps = [s for line in sorted(rows) for s in rows[line]]
     got = (len(steps), steps[0] if steps else None, steps[-1] if steps else None)
     exp = (want["records"], want["first_step"], want["last_step"])
     # the count within one (a last record cut mid-line, read or not), the first step

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from _rows import normalized, written_rows
 
+import parsers
 from logbook.errors import InputError
 from logbook.run import Run
 from logbook.segments import stitch
@@ -81,9 +82,16 @@ def test_sampled_history_is_flagged():
     assert p.meta["caveats"][0].startswith("W&B: 500 rows, as run.history() returns by default")
 
 
+def test_a_chart_of_two_runs_is_two_runs():
+    path = FIXTURES / "chart_two_runs.csv"
+    runs = parsers.read_logs(path)
+    assert [r.meta.name for r in runs] == list(dict.fromkeys(r.meta.name for r in runs))
+    assert len(runs) == 2 and all(r.metrics.height for r in runs)
+    with pytest.raises(InputError, match="holds 2 runs .*: read them with read_logs"):
+        parsers.read_log(path)
+
+
 def test_refused_files():
-    with pytest.raises(InputError, match="chart export with 2 runs"):
-        parse("chart_two_runs.csv")
     with pytest.raises(InputError, match="a W&B runs table .* holds no history"):
         parse("runs_table.csv")
 

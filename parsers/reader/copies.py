@@ -20,7 +20,9 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     if m.height < 2 or "step" not in m.columns or "loss" not in m.columns:
         return parsed
     step = m.get_column("step")
-    if step.null_count() == m.height or (step.diff().drop_nulls() > 0).all():
+    if step.null_count() == m.height or (
+        "_run" not in m.columns and (step.diff().drop_nulls() > 0).all()
+    ):
         return parsed  # steps only go forward: no copies (the common case)
     # launches and crashes between two records make them records of different launches
     marks = np.sort(
@@ -36,8 +38,14 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     launch = np.searchsorted(marks, m.get_column("line").to_numpy(), side="left")
     m2 = m.with_columns(pl.Series("_launch", launch, pl.Int64))
     loss = pl.col("loss").cast(pl.Float64)
+    # records of different named runs (a W&B export of several) are never copies
+    run = [pl.col("_run")] if "_run" in m.columns else []
     key = pl.struct(
-        pl.col("_launch"), pl.col("step"), loss.fill_nan(None).alias("l"), loss.is_nan().alias("n")
+        *run,
+        pl.col("_launch"),
+        pl.col("step"),
+        loss.fill_nan(None).alias("l"),
+        loss.is_nan().alias("n"),
     )
     keep = key.is_first_distinct() | pl.col("step").is_null() | pl.col("loss").is_null()
     kept = m2.filter(keep).drop("_launch")

@@ -41,8 +41,17 @@ MAPS = (
 )
 
 _CHART_COL = re.compile(r"^(?P<run>.+?) - (?P<key>.+?)(?P<agg>__MIN|__MAX)?$")
+_AXIS = re.compile(r"^[A-Za-z_][\w/.\- ]{0,39}$")  # a chart's x-axis name: Step, epoch, ...
 _RUNS_TABLE = {"Name", "State", "Created", "Runtime"}
 _STEP_HEADS = {"Step", "step", "_step"} | set(wh.STEP_KEYS)
+CHART_X = wh.CHART_X  # a chart's x-axis column: the step of its rows
+
+
+def _is_chart(cols: list[str]) -> bool:
+    """A panel export: an x-axis column, then only ``<run> - <key>`` columns."""
+    rest = [c for c in cols[1:] if c]
+    axis = bool(_AXIS.match(cols[0])) and not _CHART_COL.match(cols[0])
+    return bool(rest) and axis and all(_CHART_COL.match(c) for c in rest)
 
 
 def _header(head: list[str]) -> list[str]:
@@ -59,7 +68,7 @@ def sniff(head: list[str]) -> int:
     cols = _header(head)
     if len(cols) < 2:
         return 0
-    if cols[0] in _STEP_HEADS and all(_CHART_COL.match(c) for c in cols[1:] if c):
+    if _is_chart(cols):
         return 90
     if "_step" in cols:
         return 85
@@ -111,7 +120,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
             f"{name}: a W&B runs table (one row per run: Name, State, ...) holds no history: "
             "export the run's history or a chart instead"
         )
-    if header and header[0] in _STEP_HEADS and all(_CHART_COL.match(c) for c in header[1:] if c):
+    if header and _is_chart(header):
         return _chart(header, raw, blank, name)
     raw = wh.drop_index(raw)
     cols = [c for c in raw.columns if c != "_line"]
@@ -125,32 +134,54 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
 
 
 def _chart(header: list[str], raw: pl.DataFrame, blank: int, name: str) -> Parsed:
-    """A panel export: one run's ``<run> - <key>`` columns renamed to their keys."""
-    runs: dict[str, None] = {}
-    rename: dict[str, str] = {header[0]: "_step" if header[0] == "Step" else header[0]}
-    bucketed = False
+    """A panel export: each run's ``<run> - <key>`` columns renamed to their keys; the
+    first column is the chart's x-axis (``Step``, or what the panel was plotted on). An
+    export of several runs gives their records stacked, each row naming its run in
+    ``_run`` (``parsers.read_logs`` reads them as runs of their own)."""
+    runs: dict[str, list[str]] = {}
     for c in header[1:]:
-        m = _CHART_COL.match(c)
-        if not m:
-            continue
-        runs[m.group("run")] = None
-        agg = m.group("agg")
-        bucketed |= agg is not None
-        rename[c] = m.group("key") + ({"__MIN": "_min", "__MAX": "_max"}.get(agg or "", ""))
-    if len(runs) > 1:
-        raise InputError(
-            f"{name}: a W&B chart export with {len(runs)} runs ({', '.join(runs)}): logbook "
-            "reads one run: export the chart with one run shown"
+        if m := _CHART_COL.match(c):
+            runs.setdefault(m.group("run"), []).append(c)
+    x = header[0]
+    axis = [] if x in _STEP_HEADS else [f"W&B chart export: its x-axis {x!r} read as the step"]
+    parts = []
+    for k, (run, cols) in enumerate(runs.items()):
+        rename = {x: CHART_X}
+        bucketed = False
+        for c in cols:
+            m = _CHART_COL.match(c)
+            agg = m.group("agg")
+            bucketed |= agg is not None
+            rename[c] = m.group("key") + ({"__MIN": "_min", "__MAX": "_max"}.get(agg or "", ""))
+        frame = numbers(raw, list(rename)).rename(rename)
+        frame = frame.with_columns(raw.get_column("_line").alias("line"))
+        what = (
+            "each row is the last point of an x-axis bucket; the bucket's extremes are in "
+            "<key>_min/<key>_max"
+            if bucketed
+            else "the points may be a random sample of the logged steps"
         )
-    frame = numbers(raw, list(rename)).rename(rename)
-    frame = frame.with_columns(raw.get_column("_line").alias("line"))
-    what = (
-        "each row is the last point of an x-axis bucket; the bucket's extremes are in "
-        "<key>_min/<key>_max"
-        if bucketed
-        else "the points may be a random sample of the logged steps"
-    )
-    meta = {"bucketed": True} if bucketed else {"sampled": True}
-    table = wh.Table(frame, name, ignored=1 + blank, caveats=[f"W&B chart export: {what}"],
-                     meta={**meta, "run": next(iter(runs), None)})  # fmt: skip
-    return wh.to_parsed(table)
+        meta = {"bucketed": True} if bucketed else {"sampled": True}
+        table = wh.Table(frame, name, ignored=1 + blank if k == 0 else 0,
+                         caveats=[f"W&B chart export: {what}", *axis],
+                         meta={**meta, "run": run})  # fmt: skip
+        parts.append(wh.to_parsed(table))
+    return parts[0] if len(parts) == 1 else _stacked(parts, list(runs), raw.height + 1 + blank)
+
+
+def _stacked(parts: list[Parsed], runs: list[str], lines: int) -> Parsed:
+    """Several runs' parts as one, each record naming its run (``_run``), each line
+    counted once: a record of some run, an event, or ignored (empty for every run)."""
+    named = [
+        p.metrics.with_columns(pl.lit(r).alias("_run")) for p, r in zip(parts, runs, strict=True)
+    ]
+    metrics = pl.concat(named, how="diagonal_relaxed").sort("line", maintain_order=True)
+    events = []
+    for p, r in zip(parts, runs, strict=True):
+        for e in p.events:
+            e.run = r
+            events.append(e)
+    used = set(metrics.get_column("line").to_list()) | {e.source.line for e in events if e.source}
+    meta = dict(parts[0].meta)
+    meta["runs"] = runs
+    return Parsed(metrics=metrics, events=events, meta=meta, ignored=lines - len(used))

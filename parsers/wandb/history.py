@@ -23,7 +23,9 @@ from parsers import tags as tt
 from parsers.columns import with_core
 from parsers.csv_metrics import merge_steps
 
+CHART_X = "_chart_x"  # a chart export's x-axis (renamed so): the step of its rows
 STEP_KEYS = (
+    CHART_X,
     "trainer/global_step", "train/global_step", "global_step", "step", "iter", "iteration",
     "_step",
 )  # fmt: skip
