@@ -44,6 +44,25 @@ def main() -> None:
         _fail(f"internal error: {type(exc).__name__}: {exc} (LOGBOOK_DEBUG=1 shows where)")
 
 
+def run() -> None:
+    """The console script: :func:`main`, then an exit that skips tearing the interpreter
+    down (freeing a large run's buffers one by one, unloading modules): every output is
+    written, closed and renamed by then, and the streams are flushed here."""
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        if not isinstance(exc.code, int | None):
+            print(exc.code, file=sys.stderr)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # a reader that went away (``| head``)
+        code = code or 0
+    os._exit(code)
+
+
 def _fail(message: str, code: int = 2) -> None:
     first = message.strip().splitlines()[0] if message.strip() else "failed"
     print(f"logbook: error: {first}", file=sys.stderr)
@@ -51,4 +70,4 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -45,8 +45,10 @@ def parse(
     tz: TzOpt = "UTC",
     run: RunOpt = None,
 ) -> None:
-    """Parse raw logs into normalized runs and print what was read. An input that holds
-    several runs gives one summary each; ``-o DIR/`` writes one Parquet file per run."""
+    """Parse raw logs into normalized runs and print what was read.
+
+    An input that holds several runs gives one summary each; -o DIR/ writes one Parquet
+    file per run."""
     from parsers.chronicle.notes import attach_notes
 
     runs = [attach_notes(r, list(notes or []), tz) for r in load_runs(list(logs), fmt, tz, run)]

@@ -35,8 +35,15 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
             dtype=np.int64,
         )
     )
-    launch = np.searchsorted(marks, m.get_column("line").to_numpy(), side="left")
-    m2 = m.with_columns(pl.Series("_launch", launch, pl.Int64))
+    # only records whose step occurs more than once can be copies (after a rewind, a
+    # few thousand of a million): the rest is not looked at again
+    dup = step.is_duplicated()
+    if not dup.any():
+        return parsed
+    rows = m.select("line", "step", "loss", *(["_run"] if "_run" in m.columns else []))
+    rows = rows.with_row_index("_i").filter(dup)
+    launch = np.searchsorted(marks, rows.get_column("line").to_numpy(), side="left")
+    rows = rows.with_columns(pl.Series("_launch", launch, pl.Int64))
     loss = pl.col("loss").cast(pl.Float64)
     # records of different named runs (a W&B export of several) are never copies
     run = [pl.col("_run")] if "_run" in m.columns else []
@@ -47,11 +54,12 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         loss.fill_nan(None).alias("l"),
         loss.is_nan().alias("n"),
     )
-    keep = key.is_first_distinct() | pl.col("step").is_null() | pl.col("loss").is_null()
-    kept = m2.filter(keep).drop("_launch")
-    dropped = m.height - kept.height
-    if dropped == 0:
+    copy = ~(key.is_first_distinct() | pl.col("step").is_null() | pl.col("loss").is_null())
+    gone = rows.filter(copy).get_column("_i")
+    if gone.len() == 0:
         return parsed
+    kept = m.with_row_index("_i").filter(~pl.col("_i").is_in(gone.implode())).drop("_i")
+    dropped = m.height - kept.height
     meta = dict(parsed.meta)
     meta["caveats"] = [*meta.get("caveats", []), f"{dropped} per-rank copies of records dropped"]
     meta["rank_copies"] = meta.get("rank_copies", 0) + dropped
