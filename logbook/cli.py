@@ -69,5 +69,5 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-if __name__ == "__main__":
-    run()
+if __name__ == "__main__":  # ``python -m logbook.cli``: a plain exit
+    main()

@@ -34,7 +34,7 @@ MARK = re.compile(
     r"\[Rank \d+\] step=\d+, skipped=|\[deepspeed\] OVERFLOW|"
     r"DeepSpeedEngine|\[logging\.py:\d+:log_dist\]"
 )
-SPEC = Spec()
+SPEC = Spec(secondary=r"\[Rank #\] step=#, skipped=#")
 
 
 def sniff(head: list[str]) -> int:

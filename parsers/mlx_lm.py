@@ -30,7 +30,7 @@ MAPS = (
 )
 SNIFF_MAX = 85
 MARK = re.compile("Iter \\d+: (?:Train|Val) loss")
-SPEC = Spec()
+SPEC = Spec(primary=r"^(?:<time> )?Iter #: ")  # debug lines shaped like records are not
 
 
 def sniff(head: list[str]) -> int:

@@ -19,7 +19,6 @@ LABELS = sorted(REAL.glob("*/*.labels.json"))
 # Excerpts not read to their labels yet, and why. The test below fails when one of
 # them starts reading right (take it off the list) or another stops.
 KNOWN_GAPS = {
-    "deepspeed/ds_chat_rlhf_ppo_pipe_records": "two engines print the same step=N lines",
     "detectron2/ghailen_metrics_eval_merged": "an eval-only metrics.json row is a record",
     "dllogger/dle_bert_squad_1107_tqdm_bar_glued": "DLL records glued behind tqdm bars",
     "fairseq/fairseq_issue1895_modern_summary_then_overflow": "epoch summary record",
@@ -32,7 +31,6 @@ KNOWN_GAPS = {
     "hf_trainer/nbbert_seqlabel_flattened_bars_log_history": "a printed log_history list",
     "lightning/automm_fp16_nan_loss_glued_ckpt": "bar position is not the global step",
     "lightning/dogcat_docker_glued_checkpoint_msgs": "bars glued at terminal width",
-    "mlx_lm/mlx_lm_pr326_grad_debug_noise": "debug lines shaped like records",
 }
 
 

@@ -34,6 +34,10 @@ class Spec:
     keep: Callable[[str], bool] | None = None  # which record templates to keep (by shape)
     rewrite: tuple[tuple[str, str], ...] = ()  # (regex, replacement) on each cleaned line
     any_value: bool = False  # a step and any named value make a record (no loss logged)
+    # record shapes that are records only in a file with no other record shape (an
+    # engine's own progress line beside a script's records)
+    secondary: str | None = None
+    primary: str | None = None  # if set, only record shapes matching it are records
 
 
 DEFAULT = Spec()

@@ -7,6 +7,7 @@ example line of each distinct shape is read into a template (:mod:`.templates`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import polars as pl
@@ -71,6 +72,7 @@ def templates_of(df: pl.DataFrame, spec: Spec) -> dict[str, Template]:
             if t.kind == "record" and not spec.keep(s):
                 t.kind = None
     _side_records(out)
+    _framework_records(out, spec)
     _cut_records(out)
     return out
 
@@ -109,6 +111,21 @@ def _side_records(temps: dict[str, Template]) -> None:
         cols = _cols(t)
         if not any(len(cols & c) / len(cols | c) >= 0.5 for c in with_loss):
             t.kind = None
+
+
+def _framework_records(temps: dict[str, Template], spec: Spec) -> None:
+    """A framework's own word on which record shapes are its records."""
+    records = [(s, t) for s, t in temps.items() if t.kind == "record"]
+    if spec.primary is not None and any(re.search(spec.primary, s) for s, _ in records):
+        for s, t in records:
+            if not re.search(spec.primary, s):
+                t.kind = None
+    if spec.secondary is not None:
+        others = [t for s, t in records if not re.search(spec.secondary, s)]
+        if others:
+            for s, t in records:
+                if re.search(spec.secondary, s):
+                    t.kind = None
 
 
 def _cut_records(temps: dict[str, Template]) -> None:
