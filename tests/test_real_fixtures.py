@@ -19,7 +19,6 @@ LABELS = sorted(REAL.glob("*/*.labels.json"))
 # Excerpts not read to their labels yet, and why. The test below fails when one of
 # them starts reading right (take it off the list) or another stops.
 KNOWN_GAPS = {
-    "detectron2/ghailen_metrics_eval_merged": "an eval-only metrics.json row is a record",
     "dllogger/dle_bert_squad_1107_tqdm_bar_glued": "DLL records glued behind tqdm bars",
     "fairseq/fairseq_issue1895_modern_summary_then_overflow": "epoch summary record",
     "fairseq/fairseq_issue247_tqdm_per_gpu_unordered": "per-GPU tqdm bars out of order",
@@ -27,7 +26,6 @@ KNOWN_GAPS = {
     "fairseq/fairseq_issue301_fairseq_py_running_avg_no_colon": "pre-0.5 layout",
     "fairseq/fairseq_issue506_epoch_summaries_only": "only epoch summaries",
     "fairseq/fairseq_tpu_pr21_hard_wrapped_per_device": "records wrapped over 4 lines",
-    "hf_trainer/llamafactory_dual_format_loss0_gradnan": "each step printed by two loggers",
     "hf_trainer/nbbert_seqlabel_flattened_bars_log_history": "a printed log_history list",
     "lightning/automm_fp16_nan_loss_glued_ckpt": "bar position is not the global step",
     "lightning/dogcat_docker_glued_checkpoint_msgs": "bars glued at terminal width",

@@ -40,7 +40,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "logz": ("logz", "log_z"),
 }
 TIME_KEYS = ("time", "timestamp", "_timestamp", "datetime")
-EVAL = re.compile(r"^(eval|val|valid|validation|test)_")
+# evaluation keys: eval_*/val_*/test_*, and detectron2's COCO metrics (bbox/AP, segm/AP50)
+EVAL = re.compile(r"^(eval|val|valid|validation|test)_|^(bbox|segm|keypoints|sem_seg|panoptic)_")
 
 MAPS = ", ".join(f"{'|'.join(keys)}->{col}" for col, keys in ALIASES.items()) + (
     f", {'|'.join(TIME_KEYS)} (unix seconds/ms or ISO 8601)->time; other numeric keys kept"

@@ -33,7 +33,8 @@ def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
     if copies:
         meta["caveats"] = [f"{copies} per-rank copies or redraws of records dropped"]
     if records.height and records.get_column("step").null_count() == records.height:
-        records = numbered(records, df, meta)
+        records, twins = numbered(records, df, meta)
+        copies += twins
     taken = pl.concat([found, continued])
     df = df.with_columns(pl.col("line").is_in(taken.implode()).alias("taken"))
     evs, event_lines = _events(df, temps, records, name, maybe)

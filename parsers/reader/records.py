@@ -167,8 +167,12 @@ def dedupe(records: pl.DataFrame, marks: pl.Series) -> tuple[pl.DataFrame, int]:
     return out, copies
 
 
-def numbered(records: pl.DataFrame, df: pl.DataFrame, meta: dict) -> pl.DataFrame:
-    """Records without a printed step: numbered in order, times ``logging_steps``."""
+def numbered(records: pl.DataFrame, df: pl.DataFrame, meta: dict) -> tuple[pl.DataFrame, int]:
+    """Records without a printed step: numbered in order, times ``logging_steps``; a
+    record that a second logger prints again (the same epoch, the same loss to its
+    rounding, right after) is one record (the fuller print kept). Returns the records
+    and how many prints were such twins."""
+    records, twins = _twins(records)
     stated = df.select(pl.col("body").str.extract(_LOGGING_STEPS, 1).drop_nulls().first()).item()
     every = int(stated) if stated is not None and len(stated) < 10 else 1
     meta.setdefault("caveats", []).append(
@@ -177,4 +181,16 @@ def numbered(records: pl.DataFrame, df: pl.DataFrame, meta: dict) -> pl.DataFram
     )
     meta["steps_numbered"] = True
     n = records.height
-    return records.with_columns(pl.Series("step", np.arange(1, n + 1) * every, pl.Int64))
+    return records.with_columns(pl.Series("step", np.arange(1, n + 1) * every, pl.Int64)), twins
+
+
+def _twins(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    if records.height < 2 or not {"epoch", "loss"} <= set(records.columns):
+        return records, 0
+    loss, epoch = pl.col("loss"), pl.col("epoch")
+    close = (loss - loss.shift(-1)).abs() <= 1e-4 + 1e-3 * loss.abs()
+    same = (epoch == epoch.shift(-1)) | (epoch.is_not_null() & epoch.shift(-1).is_null())
+    twin = same & (close | (loss.is_nan() & loss.shift(-1).is_nan()))  # (null: a cut twin)
+    # a pair's first print gives way to the second (the Trainer's own, after a callback's)
+    out = records.filter(~twin.fill_null(False))
+    return out, records.height - out.height
