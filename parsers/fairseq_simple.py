@@ -11,8 +11,10 @@ batches, not updates); only in a file without any ``num_updates`` does the count
 stand in. A line cut short before its ``num_updates`` has no readable step and is
 unrecognized. The loss is in bits and stored in nats, as for the JSON format.
 ``valid on '<subset>' subset`` lines become ``validation`` events; the end-of-epoch
-summary (``epoch 001 | loss ... | wall ...``) is counted as ignored. Other lines: see
-``parsers.metaseq.lines`` and ``parsers.metaseq.events``.
+summary (``epoch 001 | loss ... | num_updates N | wall ...``) is ignored (it averages
+the records), unless the file has no records otherwise: then the summaries are the run's
+records (with a caveat).
+Other lines: see ``parsers.metaseq.lines`` and ``parsers.metaseq.events``.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     else:
         raw = raw.with_columns(pl.col("counter").cast(pl.String).alias("num_updates"))
     metrics = to_metrics(raw.drop("counter"))
+    metrics, caveats = _with_summaries(metrics, ms.find_summaries(lines))
     valid = ms.find_validation(lines)
     events = []
     for line, time, text, split, pairs in valid.select(
@@ -94,6 +97,26 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
             events=events,
             event_lines=valid.get_column("line").to_numpy(),
             bad_lines=np.sort(bad).astype(np.int64),
-            caveats=base_caveats(metrics),
+            caveats=base_caveats(metrics) + caveats,
         ),
     )
+
+
+def _with_summaries(metrics: pl.DataFrame, found: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """End-of-epoch summaries are the records of a run logged without inner records;
+    beside inner records they stay ignored (an epoch's mean loss among per-update
+    losses would read as a jump)."""
+    if found.height == 0 or metrics.height:
+        return metrics, []
+    rows = [{"line": r["line"], **ms.pipe_pairs(r["pairs"])} for r in found.iter_rows(named=True)]
+    raw = pl.DataFrame(rows, infer_schema_length=None).with_columns(found.get_column("time"))
+    summary = to_metrics(raw.with_columns(pl.col("line").cast(pl.String)))
+    summary = summary.with_columns(pl.col("line").cast(pl.Int64))
+    seen = (
+        metrics.get_column("step") if "step" in metrics.columns else pl.Series([], dtype=pl.Int64)
+    )
+    new = summary.filter(pl.col("step").is_not_null() & ~pl.col("step").is_in(seen.implode()))
+    if new.height == 0:
+        return metrics, []
+    out = pl.concat([metrics, new], how="diagonal_relaxed").sort("line")
+    return out, [f"no train_inner records: {new.height} end-of-epoch summaries read as records"]

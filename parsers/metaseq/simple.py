@@ -24,6 +24,8 @@ from parsers.metaseq.lines import timestamps
 
 RECORD = r"epoch (\d+):\s+(\d+)(?:\s*/\s*\d+)?\s+([A-Za-z_][\w./-]*=.*)$"
 VALID = r"epoch (\d+) \| valid on '([^']*)' subset \| (.*)$"
+# the end-of-epoch training summary: ``epoch 079 | loss 3.536 | ... | num_updates 20077``
+SUMMARY = r"epoch (\d+) \| ((?:[A-Za-z_][\w./-]* [^|]*\| )*num_updates \d+.*)$"
 _PAIR = r"[A-Za-z_][\w./-]*=[^,\s]*"
 
 
@@ -62,6 +64,15 @@ def find_validation(lines: pl.DataFrame) -> pl.DataFrame:
         timestamps(text),
         text.str.extract(VALID, 2).alias("split"),
         text.str.extract(VALID, 3).alias("pairs"),
+    )
+
+
+def find_summaries(lines: pl.DataFrame) -> pl.DataFrame:
+    """End-of-epoch training summaries: ``line``, ``time`` and ``pairs``."""
+    text = pl.col("text")
+    hit = text.str.contains(SUMMARY) & ~text.str.contains(VALID)
+    return lines.filter(hit).with_columns(
+        timestamps(text), text.str.extract(SUMMARY, 2).alias("pairs")
     )
 
 
