@@ -57,9 +57,29 @@ def parse(
         if len(runs) > 1:
             typer.echo(f"run {run_name(r, i)}:")
         typer.echo(summary(r))
+    if output is not None and len(runs) > 1 and len(targets) == 1:
+        # one file asked for: the whole input, stitched as one run, and said so
+        runs = [_stitched(list(logs), fmt, tz, list(notes or []), runs)]
+        typer.echo(f"note: {runs[0].meta.caveats[-1]}")
     for r, path in zip(runs, targets, strict=False):
         r.write(path)
         typer.echo(f"wrote {path}")
+
+
+def _stitched(
+    logs: list[Path], fmt: str | None, tz: str, notes: list[Path], runs: list[Run]
+) -> Run:
+    """The input read as one run (``parsers.read_log``), with a caveat naming its runs."""
+    from parsers import read_log
+    from parsers.chronicle.notes import attach_notes
+
+    whole = attach_notes(read_log(logs, fmt, tz), notes, tz)
+    names = ", ".join(run_name(r, i) for i, r in enumerate(runs))
+    whole.meta.caveats.append(
+        f"the input holds {len(runs)} runs ({names}): written stitched as one; "
+        "-o DIR/ writes one file per run, --run NAME one of them"
+    )
+    return whole
 
 
 def _targets(output: Path, runs: list[Run]) -> list[Path]:
@@ -73,9 +93,6 @@ def _targets(output: Path, runs: list[Run]) -> list[Path]:
         return [output / f"{n}.parquet" for n in _unique(names)]
     if output.suffix not in (".jsonl", ".parquet"):
         raise UsageError(f"output {output}: name it .jsonl or .parquet (or DIR/ for one per run)")
-    if len(runs) > 1:
-        names = ", ".join(run_name(r, i) for i, r in enumerate(runs))
-        raise UsageError(f"the input holds {len(runs)} runs ({names}): give --run NAME, or -o DIR/")
     return [output]
 
 

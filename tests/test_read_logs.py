@@ -188,15 +188,19 @@ def test_parse_of_one_run_prints_no_run_header(monkeypatch, capsys, tmp_path):
 
 
 @pytest.mark.parametrize("target", ["out.parquet", "out.jsonl"])
-def test_one_output_file_for_two_runs_is_refused(monkeypatch, capsys, two_runs, target):
+def test_one_output_file_for_two_runs_gets_them_stitched_and_says_so(
+    monkeypatch, capsys, two_runs, target
+):
     code, out, err = invoke(monkeypatch, capsys, "parse", "two_runs.log", "-o", target)
-    assert code == 2
-    assert err == (
-        "logbook: error: the input holds 2 runs (two_runs.log, two_runs.log#2): "
-        "give --run NAME, or -o DIR/\n"
+    assert (code, err) == (0, "")
+    note = (
+        "note: the input holds 2 runs (two_runs.log, two_runs.log#2): written stitched as "
+        "one; -o DIR/ writes one file per run, --run NAME one of them"
     )
-    assert out == ""
-    assert not Path(target).exists()
+    assert out.splitlines()[-2:] == [note, f"wrote {target}"]
+    written = Run.read(target)
+    assert written.metrics.get_column("step").to_list() == [100, 200, 300, 100, 200, 300, 400]
+    assert written.meta.caveats[-1] == note.removeprefix("note: ")
 
 
 def test_output_folder_gets_one_parquet_per_run(monkeypatch, capsys, two_runs):
