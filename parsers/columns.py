@@ -5,6 +5,7 @@ core columns (``step``, ``time``, ``line``) the stitcher reads from every part.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import polars as pl
 
@@ -30,3 +31,20 @@ def with_core(metrics: pl.DataFrame) -> pl.DataFrame:
     ]
     metrics = metrics.with_columns(missing) if missing else metrics
     return metrics.with_columns(pl.col("time").cast(METRIC_COLUMNS["time"]))
+
+
+def table_columns(path: Path) -> list[str] | None:
+    """The column names of a Parquet file that is not logbook's own (None: not such a
+    file, or not readable)."""
+    if path.suffix.lower() != ".parquet" or not path.is_file():
+        return None
+    import pyarrow.parquet as pq
+
+    from logbook.run import parquet_metadata
+
+    try:
+        schema = pq.read_schema(path)
+        meta = {**(schema.metadata or {}), **parquet_metadata(path)}
+    except (OSError, ValueError):
+        return None
+    return None if b"logbook" in meta else list(schema.names)

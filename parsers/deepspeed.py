@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import re
 
-import polars as pl
-
-from logbook.parsed import Parsed
-from parsers import reader
 from parsers.reader import Spec
-from parsers.reader.framework import sniff_marked
+from parsers.reader.framework import reader_format
 
 NAME = "deepspeed"
 DESCRIPTION = "DeepSpeed stdout ([Rank 0] step=N, skipped=S, lr=[...]; steps: N loss: X)"
@@ -37,10 +33,4 @@ MARK = re.compile(
 SPEC = Spec(secondary=r"\[Rank #\] step=#, skipped=#")
 
 
-def sniff(head: list[str]) -> int:
-    """70 with a line of this framework's and a record; 60 with the line alone."""
-    return sniff_marked(head, MARK, SPEC, SNIFF_MAX)
-
-
-def parse(lines: pl.DataFrame, name: str) -> Parsed:
-    return reader.read(lines, name, SPEC)
+sniff, parse = reader_format(MARK, SPEC, SNIFF_MAX)

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import re
 
-import polars as pl
-
-from logbook.parsed import Parsed
-from parsers import reader
 from parsers.reader import Spec
-from parsers.reader.framework import sniff_marked
+from parsers.reader.framework import reader_format
 
 NAME = "dllogger"
 DESCRIPTION = (
@@ -42,10 +38,4 @@ SPEC = Spec(
 )
 
 
-def sniff(head: list[str]) -> int:
-    """85 with a line of this framework's and a record; 75 with the line alone."""
-    return sniff_marked(head, MARK, SPEC, SNIFF_MAX)
-
-
-def parse(lines: pl.DataFrame, name: str) -> Parsed:
-    return reader.read(lines, name, SPEC)
+sniff, parse = reader_format(MARK, SPEC, SNIFF_MAX)

@@ -16,9 +16,8 @@ import re
 import polars as pl
 
 from logbook.parsed import Parsed
-from parsers import reader
 from parsers.reader import Spec
-from parsers.reader.framework import sniff_marked
+from parsers.reader.framework import reader_format
 
 NAME = "hf-trainer-log"
 DESCRIPTION = "Hugging Face Trainer stdout ({'loss': ..., 'learning_rate': ..., 'epoch': ...})"
@@ -34,17 +33,14 @@ MARK = re.compile(
 SPEC = Spec()
 
 
-def sniff(head: list[str]) -> int:
-    """80 with a line of this framework's and a record; 70 with the line alone."""
-    return sniff_marked(head, MARK, SPEC, SNIFF_MAX)
-
-
 BAR = r"(\d+)/\d+ \["  # a tqdm bar's position: ``380/2724 [14:02:33<...]``
 NEAR = 3  # lines between a record and the bar that gives its step, at most
 
+sniff, _read = reader_format(MARK, SPEC, SNIFF_MAX)
+
 
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
-    parsed = reader.read(lines, name, SPEC)
+    parsed = _read(lines, name)
     if parsed.meta.get("steps_numbered") and parsed.metrics.height:
         _bar_steps(parsed, lines)
     return parsed

@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import re
 
-import polars as pl
-
-from logbook.parsed import Parsed
-from parsers import reader
 from parsers.reader import Spec
-from parsers.reader.framework import sniff_marked
+from parsers.reader.framework import reader_format
 
 NAME = "metric-logger"
 DESCRIPTION = "torchvision/DeiT/DINO MetricLogger (Epoch: [e]  [i/N]  eta: ...  loss: v (mean))"
@@ -37,10 +33,4 @@ MARK = re.compile(
 SPEC = Spec()
 
 
-def sniff(head: list[str]) -> int:
-    """85 with a line of this framework's and a record; 75 with the line alone."""
-    return sniff_marked(head, MARK, SPEC, SNIFF_MAX)
-
-
-def parse(lines: pl.DataFrame, name: str) -> Parsed:
-    return reader.read(lines, name, SPEC)
+sniff, parse = reader_format(MARK, SPEC, SNIFF_MAX)

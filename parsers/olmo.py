@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import re
 
-import polars as pl
-
-from logbook.parsed import Parsed
-from parsers import reader
 from parsers.reader import Spec
-from parsers.reader.framework import sniff_marked
+from parsers.reader.framework import reader_format
 
 NAME = "olmo"
 DESCRIPTION = "OLMo / OLMo-core records over several lines ([step=N/M] then key=value lines)"
@@ -41,10 +37,4 @@ SPEC = Spec(
 )
 
 
-def sniff(head: list[str]) -> int:
-    """85 with a line of this framework's and a record; 75 with the line alone."""
-    return sniff_marked(head, MARK, SPEC, SNIFF_MAX)
-
-
-def parse(lines: pl.DataFrame, name: str) -> Parsed:
-    return reader.read(lines, name, SPEC)
+sniff, parse = reader_format(MARK, SPEC, SNIFF_MAX)

@@ -20,6 +20,12 @@ from logbook.run import ParseStats
 _LAUNCH = ("restart",)
 
 
+def launch_lines(events: list, kinds: tuple[str, ...]) -> np.ndarray:
+    """The sorted lines of the events of those kinds (launches, crashes)."""
+    lines = [e.source.line for e in events if e.kind in kinds and e.source and e.source.line]
+    return np.sort(np.array(lines, dtype=np.int64))
+
+
 def run_starts(part: Parsed) -> list[int]:
     """Line numbers at which a new run begins inside ``part`` (none: one run)."""
     m = part.metrics
@@ -29,16 +35,7 @@ def run_starts(part: Parsed) -> list[int]:
     lines = m.get_column("line").to_numpy(allow_copy=True)
     if np.isnan(steps.astype(float)).all():
         return []
-    marks = np.sort(
-        np.array(
-            [
-                e.source.line
-                for e in part.events
-                if e.kind in _LAUNCH and e.source and e.source.line
-            ],
-            dtype=np.int64,
-        )
-    )
+    marks = launch_lines(part.events, _LAUNCH)
     times = _seconds(m)
     epochs = m.get_column("epoch").cast(pl.Float64).to_numpy() if "epoch" in m.columns else None
     steps = steps.astype(float)

@@ -18,8 +18,7 @@ import polars as pl
 
 from logbook.errors import InputError
 from logbook.parsed import Parsed
-from logbook.run import parquet_metadata
-from parsers.columns import with_core
+from parsers.columns import table_columns, with_core
 from parsers.reader import aliases
 from parsers.reader.numbers import to_float
 
@@ -111,17 +110,8 @@ def table_metrics(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
 
 def sniff_path(path: Path) -> int:
     """60 for a Parquet table with a step column and no logbook header."""
-    if path.suffix.lower() != ".parquet" or not path.is_file():
-        return 0
-    import pyarrow.parquet as pq
-
-    try:
-        schema = pq.read_schema(path)
-    except (OSError, ValueError):
-        return 0
-    if b"logbook" in {**(schema.metadata or {}), **parquet_metadata(path)}:
-        return 0
-    return SNIFF_MAX if _step_column(list(schema.names)) else 0
+    cols = table_columns(path)
+    return SNIFF_MAX if cols and _step_column(cols) else 0
 
 
 def read_path(path: Path) -> list[Parsed]:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from parsers.megatron.fields import column_name
+from parsers.reader.events import CRASH_CAUSES as SHARED_CAUSES
 
 # Tried right after the line's prefixes.
 LAUNCH_ANCHORED = [
@@ -58,42 +59,9 @@ FRESH_PATTERNS = [
     r"will not load any checkpoints and will start from random",
 ]
 BANNER_ANYWHERE = [r"initializing model parallel cuda seeds", r"WORLD INFO DICT"]
-# Crash evidence, most specific first: a crash's cause is the first one found.
-CRASH_CAUSES = [
-    ("ecc", r"ECC error|cudaErrorECCUncorrectable|uncorrectable ECC"),
-    ("bus_error", r"[Bb]us error"),
-    (
-        "nccl_timeout",
-        r"collective operation timeout|Watchdog caught collective|Some NCCL operations have "
-        r"failed or timed out|NCCL\S* .*?(?:timed out|[Tt]imeout)",
-    ),
-    (
-        "oom",
-        r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|[Rr]an out of memory"
-        r"|Cannot allocate memory",
-    ),
-    (
-        "nccl_error",
-        r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|ncclRemoteError"
-        r"|NCCL communicator was aborted",
-    ),
-    (
-        "cuda_error",
-        r"CUDA error|CUDAError|cudaError|CUBLAS_STATUS_|CUDNN_STATUS_|illegal memory access"
-        r"|device-side assert|NVRM: Xid",
-    ),
-    ("segfault", r"Segmentation fault|SIGSEGV"),
-    ("time_limit", r"DUE TO TIME LIMIT|exiting program after [\d.]+ minutes"),
-    ("node_failure", r"DUE TO NODE FAIL|NODE_FAIL"),
-    ("cancelled", r"CANCELLED AT|Job step aborted"),
-    ("sigkill", r"SIGKILL"),
-    ("sigterm", r"SIGTERM|received signal 15"),
-    ("planned_exit", r"exiting program at iteration \d+"),
-    (
-        "process_exit",
-        r"[Ee]xited with exit code [1-9]|exits with return code = -?[1-9]|exitcode *: *-?[1-9]",
-    ),
-]
+# Crash evidence, most specific first: a crash's cause is the first one found (the shared
+# list; an exception is told apart below, by where its line starts)
+CRASH_CAUSES = [(c, p) for c, p in SHARED_CAUSES if c != "exception"]
 NODE = r"ON (?P<node>\S+) CANCELLED|on (?:host|node) (?P<node2>[\w.-]+)"
 
 

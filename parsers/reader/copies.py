@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from logbook.parsed import Parsed
+from parsers.runs import launch_lines
 
 _LAUNCH = ("restart", "hardware_failure")
 
@@ -25,16 +26,7 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     ):
         return parsed  # steps only go forward: no copies (the common case)
     # launches and crashes between two records make them records of different launches
-    marks = np.sort(
-        np.array(
-            [
-                e.source.line
-                for e in parsed.events
-                if e.kind in _LAUNCH and e.source and e.source.line
-            ],
-            dtype=np.int64,
-        )
-    )
+    marks = launch_lines(parsed.events, _LAUNCH)
     # only records whose step occurs more than once can be copies (after a rewind, a
     # few thousand of a million): the rest is not looked at again
     dup = step.is_duplicated()

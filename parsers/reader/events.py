@@ -17,7 +17,8 @@ from logbook.schema import (
     Source,
 )
 
-# Crash evidence, most specific first: a crash's cause is the first one found.
+# Crash evidence, most specific first: a crash's cause is the first one found (shared with
+# the Megatron reader, which tells exceptions apart itself).
 CRASH_CAUSES = [
     ("ecc", r"ECC error|cudaErrorECCUncorrectable|uncorrectable ECC"),
     ("bus_error", r"[Bb]us error"),
@@ -47,6 +48,7 @@ CRASH_CAUSES = [
     ("cancelled", r"CANCELLED AT|Job step aborted"),
     ("sigkill", r"SIGKILL"),
     ("sigterm", r"SIGTERM|received signal 15"),
+    ("planned_exit", r"exiting program at iteration \d+"),
     (
         "process_exit",
         r"[Ee]xited with exit code [1-9]|exits with return code = -?[1-9]|exitcode *: *-?[1-9]",

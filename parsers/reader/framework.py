@@ -1,10 +1,15 @@
-"""What a framework module built on the reader needs: sniffing by its own marks."""
+"""What a framework module built on the reader needs: sniffing by its own marks, and
+the ``sniff``/``parse`` pair the registry calls."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from parsers.reader import Spec, sniff_records
+import polars as pl
+
+from logbook.parsed import Parsed
+from parsers.reader import Spec, read, sniff_records
 
 
 def sniff_marked(head: list[str], mark: re.Pattern[str], spec: Spec, score: int) -> int:
@@ -15,3 +20,20 @@ def sniff_marked(head: list[str], mark: re.Pattern[str], spec: Spec, score: int)
     if not marked:
         return 0
     return score if sniff_records(head, spec) else score - 10
+
+
+def reader_format(
+    mark: re.Pattern[str], spec: Spec, score: int
+) -> tuple[Callable[[list[str]], int], Callable[[pl.DataFrame, str], Parsed]]:
+    """The ``sniff`` and ``parse`` of a format that is the reader with ``spec``, known
+    by ``mark`` (see :func:`sniff_marked`)."""
+
+    def sniff(head: list[str]) -> int:
+        return sniff_marked(head, mark, spec, score)
+
+    def parse(lines: pl.DataFrame, name: str) -> Parsed:
+        return read(lines, name, spec)
+
+    sniff.__doc__ = f"{score} with a line of this framework's and a record, {score - 10} alone."
+    parse.__doc__ = "The records and events of one log, read by the tolerant reader."
+    return sniff, parse

@@ -26,8 +26,8 @@ import polars as pl
 
 from logbook.errors import InputError
 from logbook.parsed import Parsed
-from logbook.run import parquet_metadata
 from logbook.textio import read_lines
+from parsers.columns import table_columns
 from parsers.csv_metrics import numbers, read_csv
 from parsers.tags import MAPS as _TAG_MAPS
 from parsers.wandb import history as wh
@@ -77,17 +77,8 @@ def sniff(head: list[str]) -> int:
 
 def sniff_path(path: Path) -> int:
     """90 for a Parquet file with a ``_step`` column and no logbook header."""
-    if path.suffix.lower() != ".parquet" or not path.is_file():
-        return 0
-    import pyarrow.parquet as pq
-
-    try:
-        schema = pq.read_schema(path)
-    except (OSError, ValueError):
-        return 0
-    if b"logbook" in {**(schema.metadata or {}), **parquet_metadata(path)}:
-        return 0
-    return 90 if "_step" in schema.names else 0
+    cols = table_columns(path)
+    return 90 if cols and "_step" in cols else 0
 
 
 def read_path(path: Path) -> list[Parsed]:
