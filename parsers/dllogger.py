@@ -25,9 +25,12 @@ MAPS = (
     " lr/learning_rate->lr; other keys in snake_case"
 )
 SNIFF_MAX = 85
-MARK = re.compile("^\\s*DLL \\d{4}-\\d{2}-\\d{2}")
+MARK = re.compile(r"(?:^|[\s\]])DLL \d{4}-\d{2}-\d{2}")
 SPEC = Spec(
-    rewrite=((r"(- )\((\d+), (\d+)\)", "${1}epoch: ${2} iteration: ${3} "),),
+    rewrite=(
+        (r"^.*?(DLL \d{4}-)", "$1"),  # a record glued behind a progress bar starts at DLL
+        (r"(- )\((\d+), (\d+)\)", "${1}epoch: ${2} iteration: ${3} "),
+    ),
     any_value=True,
     aliases={
         "training_iteration": "step",

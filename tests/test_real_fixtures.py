@@ -19,7 +19,6 @@ LABELS = sorted(REAL.glob("*/*.labels.json"))
 # Excerpts not read to their labels yet, and why. The test below fails when one of
 # them starts reading right (take it off the list) or another stops.
 KNOWN_GAPS = {
-    "dllogger/dle_bert_squad_1107_tqdm_bar_glued": "DLL records glued behind tqdm bars",
     "fairseq/fairseq_issue1895_modern_summary_then_overflow": "an epoch summary beside records",
     "fairseq/fairseq_issue247_tqdm_per_gpu_unordered": "per-GPU tqdm bars out of order",
     "fairseq/fairseq_issue2681_overflow_records_without_loss": "position steps",

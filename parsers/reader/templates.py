@@ -126,6 +126,8 @@ def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) 
             f.column, f.scale = "step_time_s", 1e-3
         return
     col = aliases.canonical(key, extra)
+    if col == aliases.STEP and unit == "%":  # ``Iteration:  23%|...``: a bar's progress
+        col = None
     if col == aliases.STEP:
         f.role, f.column = "step", "step"
         return
