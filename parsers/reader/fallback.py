@@ -29,17 +29,21 @@ def with_fallback(module: ModuleType, lines: pl.DataFrame, name: str) -> Parsed:
     spec = getattr(module, "TOLERANT", None)
     if parsed.metrics.height == 0:  # nothing read by the layout: its own fallback, if any
         spec = getattr(module, "TOLERANT_ALONE", spec)
-    if spec is None or parsed.unrecognized.len() == 0:
+    alone = parsed.metrics.height == 0
+    if spec is None or (parsed.unrecognized.len() == 0 and not alone):
         return parsed
-    # the lines left, read beside a sample of the file, whose whole records teach the
-    # reader the shapes that a cut or glued line begins
-    left_lines = parsed.unrecognized.implode()
+    # the lines left (all but the events', where the layout read no record: it may have
+    # taken records of an older layout for noise), read beside a sample of the file,
+    # whose whole records teach the reader the shapes that a cut or glued line begins
+    told = {e.source.line for e in parsed.events if e.source and e.source.line}
+    pool = lines.get_column("line")
+    pool = pool.filter(~pool.is_in(list(told))) if alone else parsed.unrecognized
+    left_lines = pool.implode()
     rest = lines.filter(pl.col("line").is_in(left_lines) | (pl.col("line") <= CONTEXT))
     extra = reader.read(rest, name, spec)
     found = extra.metrics.filter(pl.col("line").is_in(left_lines))
-    extra.events = [
-        e for e in extra.events if e.source and e.source.line in set(parsed.unrecognized)
-    ]
+    mine = set(pool.to_list())
+    extra.events = [e for e in extra.events if e.source and e.source.line in mine]
     if "loss" not in found.columns or found.height == 0 or extra.meta.get("steps_numbered"):
         return parsed
     found = found.filter(pl.col("step").is_not_null() & pl.col("loss").is_not_null())
@@ -48,6 +52,8 @@ def with_fallback(module: ModuleType, lines: pl.DataFrame, name: str) -> Parsed:
     used = set(found.get_column("line").to_list())
     used |= {e.source.line for e in extra.events if e.source and e.source.line}
     left = parsed.unrecognized.filter(~parsed.unrecognized.is_in(list(used)))
+    # lines the layout counted as ignored that the reader used
+    quiet = len(used - set(parsed.unrecognized.to_list()))
     metrics = _merged(parsed.metrics, found)
     caveat = f"{found.height} records read by the tolerant reader (not in the {module.NAME} layout)"
     meta = dict(parsed.meta)
@@ -55,7 +61,11 @@ def with_fallback(module: ModuleType, lines: pl.DataFrame, name: str) -> Parsed:
     meta["continued_lines"] = meta.get("continued_lines", 0) + extra.meta.get("continued_lines", 0)
     events = sorted([*parsed.events, *extra.events], key=lambda e: e.source.line if e.source else 0)
     return Parsed(
-        metrics=metrics, events=events, meta=meta, unrecognized=left, ignored=parsed.ignored
+        metrics=metrics,
+        events=events,
+        meta=meta,
+        unrecognized=left,
+        ignored=parsed.ignored - quiet - extra.meta.get("continued_lines", 0) * alone,
     )
 
 
