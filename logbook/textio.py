@@ -2,7 +2,8 @@
 
 The frame has two columns: ``line`` (1-based, Int64) and ``text`` (String, without
 the line terminator). Lines are split on ``\\n``; a ``\\r`` before it is dropped, so
-CRLF files read the same as LF files. Invalid UTF-8 bytes become U+FFFD and the
+CRLF files read the same as LF files; a file with no ``\\n`` at all is split on ``\\r``
+(old Mac line ends, some terminal captures). Invalid UTF-8 bytes become U+FFFD and the
 lines that held them are counted, never dropped.
 
 How: the file's bytes are read once and stay the one copy of the text. numpy finds
@@ -53,6 +54,7 @@ class TextStats:
     crlf: bool = False
     invalid_utf8_lines: list[int] = field(default_factory=list)
     no_final_newline: bool = False
+    cr_only: bool = False  # lines end with a lone carriage return
     gzip: bool = False
 
 
@@ -158,13 +160,19 @@ def split_lines(raw: bytes | np.ndarray) -> tuple[pl.DataFrame, TextStats]:
     data = np.frombuffer(raw, dtype=np.uint8)
     if not data.size:
         return pl.DataFrame({"line": [], "text": []}, schema=_SCHEMA), stats
-    stats.no_final_newline = bool(data[-1] != 10)
     ends = _find(data, lambda chunk: chunk == 10)
+    # no line feed at all but carriage returns (old Mac, some terminal captures): those
+    # are the line breaks (beside line feeds, a carriage return is a progress bar's)
+    eol = 13 if ends.size == 0 and (data == 13).any() else 10
+    if eol == 13:
+        ends = _find(data, lambda chunk: chunk == 13)
+        stats.cr_only = True
+    stats.no_final_newline = bool(data[-1] != eol)
     if stats.no_final_newline:
         ends = np.append(ends, data.size)
     starts = np.zeros(ends.size, dtype=np.int64)
     starts[1:] = ends[:-1] + 1
-    cr = (ends > starts) & (data[np.maximum(ends - 1, 0)] == 13)
+    cr = (ends > starts) & (data[np.maximum(ends - 1, 0)] == 13) & (eol == 10)
     stats.crlf = bool(cr.any())
     lengths = ends - starts - cr
     if lengths.max() > _MAX_BUFFER:

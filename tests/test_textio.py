@@ -237,3 +237,24 @@ def test_head_lines_reads_plain_and_gzip(tmp_path):
     packed.write_bytes(gzip.compress(raw))
     assert head_lines(plain, 3) == ["one", "two \ufffd", "three"]
     assert head_lines(packed, 3) == ["one", "two \ufffd", "three"]
+
+
+def test_a_file_without_line_feeds_is_split_on_carriage_returns():
+    frame, stats = split_lines(b"step 1 loss 2.5\rstep 2 loss 2.4\rstep 3 loss 2.3\r")
+    assert frame.get_column("text").to_list() == [
+        "step 1 loss 2.5",
+        "step 2 loss 2.4",
+        "step 3 loss 2.3",
+    ]
+    assert (stats.lines, stats.cr_only, stats.crlf, stats.no_final_newline) == (
+        3,
+        True,
+        False,
+        False,
+    )
+
+
+def test_carriage_returns_beside_line_feeds_stay_in_their_line():
+    frame, stats = split_lines(b"a\rb\nc\r\n")
+    assert frame.get_column("text").to_list() == ["a\rb", "c"]
+    assert (stats.cr_only, stats.crlf) == (False, True)
