@@ -102,3 +102,25 @@ def test_an_old_megatron_nan_loss_is_read_as_nan(tmp_path):
     assert [(e.step, e.metric, e.value) for e in run.events_of("nonfinite")] == [
         (20, "loss", "nan")
     ]
+
+
+def test_a_compact_trainer_state_keeps_eval_predict_and_summary_rows_out(tmp_path):
+    text = (
+        '{"best_metric": null, "epoch": 1.0, "global_step": 30, "log_history": [\n'
+        ' {"epoch": 0.33, "grad_norm": 1.2, "learning_rate": 4e-05, "loss": 2.5, "step": 10},\n'
+        ' {"epoch": 0.33, "eval_loss": 2.4, "eval_runtime": 1.0, "step": 10},\n'
+        ' {"epoch": 0.66, "grad_norm": 1.1, "learning_rate": 3e-05, "loss": 2.3, "step": 20},\n'
+        ' {"epoch": 0.66, "predict_loss": 2.2, "predict_runtime": 1.0, "step": 20},\n'
+        ' {"epoch": 1.0, "test_loss": 2.1, "step": 30},\n'
+        ' {"epoch": 1.0, "train_runtime": 100.0, "train_loss": 2.4, "step": 30}\n'
+        '], "max_steps": 30}\n'
+    )
+    (run,) = _runs(tmp_path, text, "trainer_state.json")
+    assert run.meta.format == "hf-trainer"
+    assert run.metrics.select("step", "loss").rows() == [(10, 2.5), (20, 2.3)]
+    found = [(e.kind, e.step, e.split) for e in run.events]
+    assert found == [
+        ("validation", 10, "eval"),
+        ("validation", 20, "predict"),
+        ("validation", 30, "test"),
+    ]

@@ -22,6 +22,7 @@ evaluation entry one event, the rest (the file's settings, the summary) is ignor
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,15 @@ NAN_CAVEAT = (
 SNIFF_MAX = 95  # the highest score sniff gives
 
 
+_HISTORY = re.compile(r'"log_history"\s*:\s*\[')
+_GLOBAL_STEP = re.compile(r'"global_step"\s*:')
+
+
 def sniff(head: list[str]) -> int:
     """95 when the head is a trainer_state.json (``"log_history": [`` beside
     ``"global_step"``), else 0."""
-    keys = {h.strip().split(":", 1)[0] for h in head[:200]}
-    return 95 if '"log_history"' in keys and '"global_step"' in keys else 0
+    text = "\n".join(head[:200])  # indented by the Trainer, or compact as pasted
+    return 95 if _HISTORY.search(text) and _GLOBAL_STEP.search(text) else 0
 
 
 def sniff_path(path: Path) -> int:

@@ -20,7 +20,7 @@ import polars as pl
 
 from logbook.errors import InputError
 
-EVAL_PREFIX = re.compile(r"^(eval|test|val|validation)_")
+EVAL_PREFIX = re.compile(r"^(eval|test|val|validation|predict)_")
 SUMMARY_KEYS = ("train_runtime", "train_loss", "total_flos")
 _ENTRY = "    {"
 
@@ -79,7 +79,9 @@ def _entry_lines(lines: pl.DataFrame, n: int) -> tuple[list[int], list[int]]:
 
 def kind(row: dict[str, Any]) -> str:
     """``train``, ``eval`` or ``summary``."""
-    if all(k in row for k in SUMMARY_KEYS):
+    # the summary: its three keys, or a runtime without the loss and LR of a step's log
+    summary = "train_runtime" in row and "loss" not in row and "learning_rate" not in row
+    if summary or all(k in row for k in SUMMARY_KEYS):
         return "summary"
     if any(EVAL_PREFIX.match(k) for k in row):
         return "eval"
