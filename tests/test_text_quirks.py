@@ -124,3 +124,33 @@ def test_a_compact_trainer_state_keeps_eval_predict_and_summary_rows_out(tmp_pat
         ("validation", 20, "predict"),
         ("validation", 30, "test"),
     ]
+
+
+def test_a_number_inside_a_keys_parentheses_names_the_key(tmp_path):
+    text = (
+        "[2024-05-01 10:00:00] train | step 10 | train/CE loss=3.21 | optim/LR (group 0)=1.0e-04"
+        " | optim/total grad norm=0.91\n"
+        "[2024-05-01 10:00:10] train | step 20 | train/CE loss=3.11 | optim/LR (group 0)=1.0e-04"
+        " | optim/total grad norm=0.87\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    rows = run.metrics.select("step", "loss", "lr", "grad_norm").rows()
+    assert rows == [(10, 3.21, 1e-4, 0.91), (20, 3.11, 1e-4, 0.87)]
+    assert not [c for c in run.metrics.columns if c.startswith("optim")]
+
+
+def test_nemo_lightning_bars_with_float_global_steps(tmp_path):
+    bar = (
+        "Epoch 0:   {p}%|\u258f         | {i}/500 [00:10<08:10,  1.00it/s, v_num=0, "
+        "reduced_train_loss={loss}, global_step={g}, consumed_samples={c}, "
+        "train_step_timing in s=0.980, lr={lr}]\n"
+    )
+    text = bar.format(p=2, i=10, loss="10.50", g="9.000", c="640.0", lr="1.5e-5") + bar.format(
+        p=4, i=20, loss="9.800", g="19.00", c="1280.0", lr="3e-5"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "nemo"
+    assert run.metrics.select("step", "loss", "lr", "step_time_s", "samples").rows() == [
+        (9, 10.5, 1.5e-5, 0.98, 640),
+        (19, 9.8, 3e-5, 0.98, 1280),
+    ]

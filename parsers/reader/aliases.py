@@ -52,6 +52,8 @@ ALIASES: dict[str, str] = {
     "learningrate": "lr",
     "lr_0": "lr",
     "lr_group0": "lr",
+    "lr_group_0": "lr",
+    "optim_lr_group_0": "lr",
     "base_lr": "lr",
     "optim_lr": "lr",
     "lr_default": "lr",

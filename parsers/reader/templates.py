@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from parsers.reader import aliases
 from parsers.reader.numbers import NUMBER_RE, unit_of, unit_scale
 
+_IN_KEY = re.compile(r"^\)\s*[:=]")  # a number closing a key's parentheses
 _SEP = re.compile(r"[|,;{}\[\]\t]|\s{2,}|\s-\s|<time>|<dur>")
 _TRAIL = " \t:='\"[({<>-"
 _MAX_KEY_WORDS = 6
@@ -98,6 +99,9 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
     for i, m in enumerate(NUMBER_RE.finditer(line)):
         pre = line[prev_end : m.start()]
         after = line[m.end() :]
+        if _IN_KEY.match(after):  # ``optim/LR (group 0)=1e-4``: the 0 names the key
+            out.append(Field(index=i, key=None, unit="", role="key"))
+            continue
         unit = unit_of(after)
         prev_end = m.end() + len(unit)
         key = _key(pre)
@@ -119,7 +123,7 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
 
 
 def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) -> None:
-    if f.role in ("total", "mean", "position", "lead"):
+    if f.role in ("total", "mean", "position", "lead", "key"):
         return
     if key is None:
         if unit == "ms":  # an unnamed time per step (llama2.c's ``| 123.45ms |``)
