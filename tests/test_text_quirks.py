@@ -154,3 +154,27 @@ def test_nemo_lightning_bars_with_float_global_steps(tmp_path):
         (9, 10.5, 1.5e-5, 0.98, 640),
         (19, 9.8, 3e-5, 0.98, 1280),
     ]
+
+
+def test_keras_progress_counts_steps_over_the_epochs_it_announces(tmp_path):
+    bar = "{i}/300 [=========>....................] - ETA: 12s - loss: {loss} - accuracy: 0.21\n"
+    end = (
+        "300/300 [==============================] - 20s 66ms/step - loss: {loss} - val_loss: 1.9\n"
+    )
+    text = (
+        "Epoch 1/3\n"
+        + bar.format(i=100, loss="2.3456")
+        + bar.format(i=200, loss="2.1234")
+        + end.format(loss="2.0012")
+        + "Epoch 2/3\n"
+        + bar.format(i=100, loss="1.8456")
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss", "epoch").rows() == [
+        (100, 2.3456, 1.0),
+        (200, 2.1234, 1.0),
+        (400, 1.8456, 2.0),
+    ]
+    assert run.events_of("restart") == []
+    (stats,) = run.meta.parse
+    assert (stats.lines, stats.records, stats.unrecognized) == (6, 3, 0)

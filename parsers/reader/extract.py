@@ -10,7 +10,7 @@ from logbook.parsed import Parsed
 from logbook.schema import EventBase, Source, Validation
 from parsers.reader import Spec, events
 from parsers.reader.numbers import NUMBER_RE
-from parsers.reader.records import dedupe, numbered, records_of
+from parsers.reader.records import dedupe, in_epochs, numbered, records_of
 from parsers.reader.shapes import prepared, templates_of, with_kinds
 from parsers.reader.templates import Template
 
@@ -23,6 +23,8 @@ def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
     temps = templates_of(df, spec)
     df = with_kinds(df, temps)
     records, continued = records_of(df, temps, spec)
+    records, epoch_lines = in_epochs(records, df)
+    continued = pl.concat([continued, epoch_lines])
     found = records.get_column("line")
     # lines that may hold an event (launches, crashes, saves...): read once records are known
     maybe = df.filter(

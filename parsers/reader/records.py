@@ -194,3 +194,32 @@ def _twins(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     # a pair's first print gives way to the second (the Trainer's own, after a callback's)
     out = records.filter(~twin.fill_null(False))
     return out, records.height - out.height
+
+
+def in_epochs(records: pl.DataFrame, df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """Records that count steps within an epoch announced on a line of its own
+    (Keras: ``Epoch 2/10``, then ``100/300 [===>...] - loss: ...``): their step is
+    counted over the epochs, (epoch - first) x steps per epoch + step, the first epoch
+    being 1 or 0 as the log numbers them. Returns the records and the epoch lines used."""
+    none = pl.Series("line", [], pl.Int64)
+    heads = df.filter(pl.col("kind") == "epoch")
+    if heads.height == 0 or records.height == 0 or "_total" not in records.columns:
+        return records, none
+    if "epoch" in records.columns and records.get_column("epoch").is_not_null().any():
+        return records, none
+    nums = pl.col("body").str.extract(f"({NUMBER})", 1)
+    heads = heads.select("line", to_int(nums).alias("_epoch")).sort("line")
+    ctx = records.select("line").with_row_index("_i").sort("line")
+    ctx = ctx.join_asof(heads, on="line", strategy="backward").sort("_i")
+    epoch = ctx.get_column("_epoch")
+    if epoch.null_count() == epoch.len():
+        return records, none
+    base = 1 if epoch.min() == 1 else 0
+    per = records.get_column("_total")
+    step = (epoch - base) * per + records.get_column("step")
+    counted = step.is_not_null()
+    out = records.with_columns(
+        pl.when(pl.Series(counted)).then(step).otherwise(pl.col("step")).alias("step"),
+        epoch.cast(pl.Float64).alias("epoch"),
+    )
+    return out, heads.get_column("line")

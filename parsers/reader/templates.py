@@ -60,8 +60,9 @@ class Field:
 @dataclass
 class Template:
     """What one line shape holds. ``kind``: record, header (a step alone, its metrics
-    on the lines that follow), pair (one ``key=value``), validation, summary, or
-    ``None`` (not a metric line)."""
+    on the lines that follow), pair (one ``key=value``), epoch (an epoch alone, the
+    records after it counting steps within it), validation, summary, or ``None`` (not
+    a metric line)."""
 
     shape: str
     kind: str | None
@@ -204,6 +205,8 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
         return "record"
     if has_step and not metrics:
         return "header"
+    if [f.role for f in t.fields] in (["epoch"], ["epoch", "total"]):
+        return "epoch"  # ``Epoch 2/10`` alone: the records after it are of that epoch
     if len(t.fields) == 1 and t.fields[0].key and not has_step and "=" in example:
         return "pair"
     return None
