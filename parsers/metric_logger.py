@@ -30,7 +30,7 @@ MARK = re.compile(
     r"\[\s*\d+/\d+\]\s+eta:|"
     r"Epoch: \[\d+\]\s+\[\s*\d+/\d+\]|Train: \[\s*\d+\]\s+\[\s*\d+/\d+\]"
 )
-SPEC = Spec()
+SPEC = Spec(epoch_base=0)  # torchvision counts epochs from 0
 
 
 sniff, parse = reader_format(MARK, SPEC, SNIFF_MAX)

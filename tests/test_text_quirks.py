@@ -178,3 +178,46 @@ def test_keras_progress_counts_steps_over_the_epochs_it_announces(tmp_path):
     assert run.events_of("restart") == []
     (stats,) = run.meta.parse
     assert (stats.lines, stats.records, stats.unrecognized) == (6, 3, 0)
+
+
+def test_a_step_that_starts_over_each_epoch_is_counted_over_the_epochs(tmp_path):
+    text = (
+        "Epoch [1/2], Step [100/600], Loss: 0.3456\n"
+        "Epoch [1/2], Step [600/600], Loss: 0.1456\n"
+        "Epoch [2/2], Step [100/600], Loss: 0.1256\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss", "epoch").rows() == [
+        (100, 0.3456, 1.0),
+        (600, 0.1456, 1.0),
+        (700, 0.1256, 2.0),
+    ]
+    assert run.events_of("restart") == []
+
+
+def test_pytorch_examples_word_language_model_and_mnist(tmp_path):
+    wlm = (
+        "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 25.51 | loss  7.12 |"
+        " ppl  1240.55\n"
+        "| end of epoch   1 | time: 80.01s | valid loss  5.62 | valid ppl   275.47\n"
+        "| epoch   2 |   200/ 2983 batches | lr 20.00 | ms/batch 25.08 | loss  5.49 |"
+        " ppl   242.67\n"
+    )
+    (run,) = _runs(tmp_path, wlm)
+    assert run.metrics.select("step", "loss", "lr").rows() == [
+        (200, 7.12, 20.0),
+        (3183, 5.49, 20.0),
+    ]
+    (val,) = run.events_of("validation")
+    assert (val.step, val.values["loss"]) == (200, 5.62)
+    mnist = (
+        "Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.300119\n"
+        "Train Epoch: 1 [640/60000 (1%)]\tLoss: 2.254394\n"
+        "Train Epoch: 2 [0/60000 (0%)]\tLoss: 0.194283\n"
+    )
+    (run,) = _runs(tmp_path, mnist, "mnist.log")
+    assert run.metrics.select("step", "loss").rows() == [
+        (0, 2.300119),
+        (640, 2.254394),
+        (60000, 0.194283),
+    ]

@@ -27,7 +27,9 @@ class Spec:
 
     aliases: dict[str, str] = field(default_factory=dict)  # normalized key -> column
     noise: str | None = None  # regex of lines known to be noise (ignored)
-    epoch_base: int = 0  # the first epoch's number, for steps counted within epochs
+    # the first epoch's number, for steps counted within epochs (None: 1 where the
+    # file's epochs start at 1, else 0)
+    epoch_base: int | None = None
     epoch_steps: bool = True  # ``epoch E ... [i/N]`` without a step key: step E*N + i
     counter_steps: bool = False  # else (epoch_steps off) the counter i is the step
     convert: Callable[[pl.DataFrame], pl.DataFrame] | None = None  # column fix-ups

@@ -10,7 +10,7 @@ import polars as pl
 from parsers.reader import Spec, aliases
 from parsers.reader.chunks import by_slices
 from parsers.reader.clean import stamp_times
-from parsers.reader.numbers import NUMBER, to_float, to_int
+from parsers.reader.numbers import NUMBER, NUMBER_RE, to_float, to_int
 from parsers.reader.templates import Template
 
 # ``logging_steps=10``, ``logging_steps: 10``, ``"logging_steps": 10``, ``--logging_steps 10``
@@ -29,8 +29,9 @@ def records_of(
         parts = rows.partition_by("shape", as_dict=True, maintain_order=True)
         for k, (shape, sub) in enumerate(parts.items()):
             t = temps[str(shape[0])]
+            base = _base(sub, t, spec)
             # the values of a slice are read, typed, and let go before the next slice
-            one = lambda part, t=t, k=k: _extract(part.with_columns(nums), t, spec, k)  # noqa: E731
+            one = lambda part, t=t, k=k, b=base: _extract(part.with_columns(nums), t, spec, k, b)  # noqa: E731
             frames.append(by_slices(sub, one))
     multi, continued = _multiline(df, temps)
     if multi is not None:
@@ -38,7 +39,25 @@ def records_of(
     if not frames:
         return _empty(), continued
     out = pl.concat(frames, how="diagonal_relaxed").sort("line")
-    return _typed(out), continued
+    return _per_epoch(_typed(out)), continued
+
+
+def _per_epoch(out: pl.DataFrame) -> pl.DataFrame:
+    """A step printed with its total that starts over with each epoch (``Epoch [2/5],
+    Step [100/600]``) is counted over the epochs: (epoch - first) x total + step."""
+    if not {"epoch", "_total", "step"} <= set(out.columns) or out.height < 2:
+        return out
+    epoch, step = pl.col("epoch"), pl.col("step")
+    over = (epoch > epoch.shift(1)) & (step < step.shift(1))
+    within = (epoch == epoch.shift(1)) & (step < step.shift(1))
+    flags = out.select(over.any().alias("o"), within.any().alias("w")).row(0)
+    if not flags[0] or flags[1]:
+        return out
+    first = out.get_column("epoch").drop_nulls()
+    base = 1 if first.len() and first[0] == 1 else 0
+    counted = ((epoch - base) * pl.col("_total") + step).cast(pl.Int64)
+    # (the total was the epoch's, not the run's: no train_iters from it)
+    return out.with_columns(pl.coalesce(counted, step).alias("step")).drop("_total")
 
 
 def _empty() -> pl.DataFrame:
@@ -47,8 +66,9 @@ def _empty() -> pl.DataFrame:
     )
 
 
-def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int) -> pl.DataFrame:
-    """One template's rows as columns (``_shape``: the template's number ``k``)."""
+def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int, base: int) -> pl.DataFrame:
+    """One template's rows as columns (``_shape``: the template's number ``k``; ``base``:
+    the number of the first epoch)."""
     exprs: list[pl.Expr] = [pl.col("line"), pl.col("stamp"), pl.lit(k, pl.Int32).alias("_shape")]
     nums = pl.col("nums")
     by_role = {}
@@ -71,18 +91,31 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int) -> pl.DataFrame
         exprs.append(to_float(by_role["epoch"]).alias("epoch"))
     if t.step_field() is None and "epoch" in by_role and "position" in by_role:
         total = by_role.get("total")
-        epoch = to_int(by_role["epoch"]) - spec.epoch_base
+        epoch = to_int(by_role["epoch"]) - base
         pos = to_int(by_role["position"])
         # counted over epochs where the framework does; else the counter may stand in
         if spec.epoch_steps and total is not None:
             exprs.append((epoch * to_int(total) + pos).alias("step"))
         elif spec.counter_steps:
             exprs.append(pos.alias("step"))
-    total = next((f for f in t.fields if f.role == "total"), None)
     step_f = t.step_field()
-    if total is not None and step_f is not None and total.index == step_f.index + 1:
+    after = step_f.index + 1 if step_f is not None else -1
+    total = next((f for f in t.fields if f.role == "total" and f.index == after), None)
+    if total is not None:
         exprs.append(to_int(nums.list.get(total.index, null_on_oob=True)).alias("_total"))
     return sub.select(exprs)
+
+
+def _base(sub: pl.DataFrame, t: Template, spec: Spec) -> int:
+    """The number of a file's first epoch: the framework's, else 1 where its first
+    record is of epoch 1 (``Epoch [1/10]``), else 0."""
+    if spec.epoch_base is not None:
+        return spec.epoch_base
+    f = next((f for f in t.fields if f.role == "epoch"), None)
+    if f is None or sub.height == 0:
+        return 0
+    nums = NUMBER_RE.findall(sub.get_column("body")[0])
+    return 1 if f.index < len(nums) and nums[f.index] == "1" else 0
 
 
 def _typed(out: pl.DataFrame) -> pl.DataFrame:

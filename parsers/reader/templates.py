@@ -110,7 +110,7 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
         f = Field(index=i, key=key, unit=unit)
         if key is None and out and stripped.endswith("/"):
             f.role = "total"
-        elif key is None and out and stripped in ("(", "[", "[(") and out[-1].column:
+        elif key is None and out and stripped == "(" and _closes(after, unit) and out[-1].column:
             f.role = "mean"
             f.column = f"{out[-1].column}_avg"
             f.scale = out[-1].scale
@@ -121,6 +121,11 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
         out.append(f)
         _assign(f, key, unit, extra)
     return out
+
+
+def _closes(after: str, unit: str) -> bool:
+    """Whether a value (with its unit) closes the parentheses it opened: ``(6.93)``."""
+    return after[len(unit) :].lstrip().startswith(")")
 
 
 def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) -> None:
