@@ -221,3 +221,19 @@ def test_pytorch_examples_word_language_model_and_mnist(tmp_path):
         (640, 2.254394),
         (60000, 0.194283),
     ]
+
+
+def test_timm_counts_its_batches_over_the_epochs(tmp_path):
+    row = (
+        "Train: {e} [ {i:>3}/1251 (  0%)]  Loss: {loss} ({loss})  Time: 0.512s,  500.1/s  "
+        "(0.530s,  483.1/s)  LR: 1.000e-06  Data: 0.010 (0.012)\n"
+    )
+    text = "".join(
+        row.format(e=e, i=i, loss=v) for e, i, v in ((0, 0, 6.935), (0, 100, 6.912), (1, 0, 6.85))
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss", "epoch").rows() == [
+        (0, 6.935, 0.0),
+        (100, 6.912, 0.0),
+        (1251, 6.85, 1.0),
+    ]

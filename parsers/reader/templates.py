@@ -39,6 +39,7 @@ _EVAL_HEAD = re.compile(
 # a dict record printed by Python or as JSON: its keys are quoted
 _DICT = re.compile(r"\{\s*['\"]")
 METRICS = ("loss", "lr", "grad_norm")
+_PHASE_WORDS = {"train", "training", "ep"}  # words that name an epoch before its counter
 _EPOCH_KEYS = {"epoch", "training_epoch", "train_epoch", "epoch_train", "epochs"}
 # a step key's rank when a line has several (global_step beats the iteration in its epoch)
 STEP_RANK = {"global_step": 0, "globalstep": 0, "num_updates": 1, "step": 2, "iteration": 3}
@@ -161,11 +162,21 @@ def template(
     fields = read_fields(example, extra)
     t = Template(shape=shape, kind=None, fields=fields, dict_line=bool(_DICT.search(example)))
     _one_step(t)
+    _epoch_before_position(t)
     _dedupe(t)
     t.kind = _kind(t, example, any_value)
     if t.kind == "record":
         _lead_step(t)
     return t
+
+
+def _epoch_before_position(t: Template) -> None:
+    """``Train: 3 [ 100/1251 (8%)]`` (timm): the number a phase word names, right before
+    a counter with its total, is the epoch the counter runs in."""
+    for f, g in zip(t.fields, t.fields[1:], strict=False):
+        phase = f.key is not None and aliases.norm(f.key) in _PHASE_WORDS
+        if g.role == "position" and f.role == "value" and phase:
+            f.role, f.column = "epoch", "epoch"
 
 
 def _one_step(t: Template) -> None:
