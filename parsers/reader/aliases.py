@@ -29,6 +29,16 @@ ALIASES: dict[str, str] = {
     "train_step": STEP,
     "training_iteration": STEP,
     "iter_train": STEP,
+    "completed_step": STEP,  # MaxText
+    "current_step": STEP,
+    "cur_step": STEP,
+    "curr_step": STEP,
+    "training_step": STEP,
+    "optimizer_step": STEP,
+    "opt_step": STEP,
+    "global_iter": STEP,
+    "global_iteration": STEP,
+    "n_iter": STEP,
     "step_train": STEP,
     # losses
     "loss": "loss",
