@@ -237,3 +237,21 @@ def test_timm_counts_its_batches_over_the_epochs(tmp_path):
         (100, 6.912, 0.0),
         (1251, 6.85, 1.0),
     ]
+
+
+def test_json_log_lines_whose_records_are_messages(tmp_path):
+    text = (
+        '{"asctime": "2024-05-01 10:00:00", "levelname": "INFO", '
+        '"message": "step 10 loss 2.3456 lr 1.0e-04"}\n'
+        '{"asctime": "2024-05-01 10:00:05", "levelname": "INFO", '
+        '"message": "step 20 loss 2.2456 lr 1.0e-04"}\n'
+    )
+    (run,) = _runs(tmp_path, text, "train.jsonl")
+    assert run.metrics.select("step", "loss", "lr").rows() == [
+        (10, 2.3456, 1e-4),
+        (20, 2.2456, 1e-4),
+    ]
+    assert run.metrics.get_column("time").to_list() == [
+        datetime(2024, 5, 1, 10, 0, tzinfo=UTC),
+        datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC),
+    ]

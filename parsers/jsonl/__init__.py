@@ -33,6 +33,7 @@ from parsers import json_decode as jd
 from parsers.columns import snake, with_core
 from parsers.jsonl import columns as jc
 from parsers.jsonl.table import build
+from parsers.reader import Spec
 
 NAME = "jsonl"
 DESCRIPTION = "generic metrics JSONL (one JSON object per line: step, loss, lr, ...)"
@@ -44,6 +45,11 @@ _STEP_OR_LOSS = {snake(a) for a in jc.ALIASES["step"] + jc.ALIASES["loss"]}
 
 
 SNIFF_MAX = 80  # the highest score sniff gives
+
+
+# a JSON log whose records are text messages (``{"message": "step 10 loss 2.3"}``): read
+# by the tolerant reader when no object has a step or a loss of its own
+TOLERANT_ALONE = Spec()
 
 
 def sniff(head: list[str]) -> int:

@@ -86,6 +86,7 @@ def _key(pre: str) -> str | None:
     chunk = _SEP.split(pre.rstrip(_TRAIL))[-1].strip(_TRAIL + " ")
     if ":" in chunk:  # a logger's ``INFO:root:step`` or ``name:key``
         chunk = chunk.rsplit(":", 1)[-1].strip()
+    chunk = chunk.strip("'\"` ")  # ``"message": "step 10``: the key is inside the string
     if not chunk or not re.search(r"[A-Za-z]", chunk) or re.search(r"['\"`]", chunk):
         return None
     words = chunk.split()
