@@ -30,13 +30,23 @@ MAPS = (
     "through the alias table (loss/train_loss/train/loss->loss, lr/learning_rate/x/lr->lr, ...)"
 )
 SNIFF_MAX = 60
-_SEPARATORS = (",", "\t")
+_SEPARATORS = (",", "\t", "|")
+
+
+_RULE = r"^\s*\|?\s*:?-{3,}"  # a markdown table's rule under its header: |---|---|
+
+
+def _piped(line: str) -> str:
+    """A markdown table row without its outer pipes: ``| 10 | 2.3 |`` -> ``10 | 2.3``."""
+    return line.strip().removeprefix("|").removesuffix("|")
 
 
 def _header(head: list[str]) -> tuple[list[str], str, list[str]] | None:
-    body = [h for h in head if h.strip() and not h.startswith("#")]
+    body = [h for h in head if h.strip() and not h.startswith("#") and not re.match(_RULE, h)]
     if len(body) < 2:
         return None
+    if body[0].lstrip().startswith("|"):  # a markdown table (a notebook's, pasted)
+        body = [_piped(b) for b in body]
     for sep in _SEPARATORS:
         cols = [c.strip().strip('"').strip() for c in body[0].split(sep)]
         if len(cols) >= 2 and all(b.count(sep) == len(cols) - 1 for b in body[1:20]):
@@ -67,8 +77,11 @@ def sniff(head: list[str]) -> int:
 
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
     text = lines.get_column("text")
-    skip = text.str.starts_with("#") | (text.str.strip_chars() == "")
+    skip = text.str.starts_with("#") | (text.str.strip_chars() == "") | text.str.contains(_RULE)
     body = lines.filter(~skip)
+    if body.height and body.get_column("text")[0].lstrip().startswith("|"):
+        piped = pl.col("text").str.strip_chars().str.strip_prefix("|").str.strip_suffix("|")
+        body = body.with_columns(piped)
     found = _header(body.get_column("text").head(50).to_list())
     if found is None:
         raise InputError(f"{name}: not a readable metrics table")

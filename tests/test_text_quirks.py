@@ -255,3 +255,32 @@ def test_json_log_lines_whose_records_are_messages(tmp_path):
         datetime(2024, 5, 1, 10, 0, tzinfo=UTC),
         datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC),
     ]
+
+
+def test_a_notebooks_table_pasted_as_markdown_or_tabs(tmp_path):
+    md = (
+        "| Step | Training Loss | Validation Loss |\n"
+        "|------|---------------|-----------------|\n"
+        "| 10 | 2.345600 | 2.400000 |\n"
+        "| 20 | 2.123400 | 2.300000 |\n"
+    )
+    (run,) = _runs(tmp_path, md, "table.log")
+    assert run.meta.format == "csv"
+    assert run.metrics.select("step", "loss", "validation_loss").rows() == [
+        (10, 2.3456, 2.4),
+        (20, 2.1234, 2.3),
+    ]
+    (run,) = _runs(tmp_path, "Step\tTraining Loss\n1\t2.345600\n2\t2.123400\n", "tabs.log")
+    assert run.metrics.select("step", "loss").rows() == [(1, 2.3456), (2, 2.1234)]
+
+
+def test_torchtune_bars_give_epoch_then_step(tmp_path):
+    text = (
+        "1|1|Loss: 11.7640380859375:   0%|          | 1/1000 [00:01<21:31,  1.29s/it]\n"
+        "1|2|Loss: 11.612345:   0%|          | 2/1000 [00:02<19:31,  1.17s/it]\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss", "epoch").rows() == [
+        (1, 11.7640380859375, 1.0),
+        (2, 11.612345, 1.0),
+    ]

@@ -56,6 +56,7 @@ class Field:
     scale: float = 1.0
     role: str = "value"  # value, step, total, mean, position, epoch
     cut: bool = False  # the last value of a line cut short: read only if whole (nan, inf)
+    pre: str = ""  # the text between the value before and this one
 
 
 @dataclass
@@ -109,7 +110,7 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
         prev_end = m.end() + len(unit)
         key = _key(pre)
         stripped = pre.strip(" '\"")
-        f = Field(index=i, key=key, unit=unit)
+        f = Field(index=i, key=key, unit=unit, pre=pre)
         if key is None and out and stripped.endswith("/"):
             f.role = "total"
         elif key is None and out and stripped == "(" and _closes(after, unit) and out[-1].column:
@@ -259,6 +260,12 @@ def _lead_step(t: Template) -> None:
     if _epoch_position(t):
         return
     first = t.fields[0] if t.fields else None
+    second = t.fields[1] if len(t.fields) > 1 else None
+    if first is not None and first.role == "lead" and second is not None and second.pre == "|":
+        # ``1|100|Loss: 2.3`` (torchtune's bar): epoch, then the step
+        first.role, first.column = "epoch", "epoch"
+        second.role, second.column = "step", "step"
+        return
     if first is not None and first.role in ("lead", "position"):
         first.role, first.column = "step", "step"
         return
