@@ -284,3 +284,27 @@ def test_torchtune_bars_give_epoch_then_step(tmp_path):
         (1, 11.7640380859375, 1.0),
         (2, 11.612345, 1.0),
     ]
+
+
+def test_lightning_rich_progress_counts_over_epochs(tmp_path):
+    bar = "\u2501" * 40
+    row = (
+        "Epoch {e}/9  {bar} {i}/500 0:00:10 \u2022 0:00:40 10.00it/s v_num: 0 train_loss: {loss}\n"
+    )
+    text = "".join(
+        row.format(e=e, bar=bar, i=i, loss=v)
+        for e, i, v in ((0, 100, 2.345), (0, 200, 2.145), (1, 100, 1.945))
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss", "epoch").rows() == [
+        (100, 2.345, 0.0),
+        (200, 2.145, 0.0),
+        (600, 1.945, 1.0),
+    ]
+    assert [
+        c for c in run.metrics.columns if c not in ("step", "segment", "time", "source", "line")
+    ] == [
+        "loss",
+        "epoch",
+        "v_num",
+    ]

@@ -90,7 +90,11 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int, base: int) -> p
     if "epoch" in by_role:
         exprs.append(to_float(by_role["epoch"]).alias("epoch"))
     if t.step_field() is None and "epoch" in by_role and "position" in by_role:
-        total = by_role.get("total")
+        pos_f = next(f for f in t.fields if f.role == "position")
+        total_f = next(
+            (f for f in t.fields if f.role == "total" and f.index == pos_f.index + 1), None
+        )
+        total = nums.list.get(total_f.index, null_on_oob=True) if total_f else None
         epoch = to_int(by_role["epoch"]) - base
         pos = to_int(by_role["position"])
         # counted over epochs where the framework does; else the counter may stand in

@@ -20,7 +20,7 @@ from parsers.reader.templates import Template, template, truncated
 
 MAX_SHAPES = 20_000  # shapes read in Python, at most (the most frequent first)
 DURATION = r"\b(?:\d+ days?, )?\d{1,3}:\d{2}(?::\d{2})?(?:\.\d+)?\b"
-BAR = r"[\u2580-\u259f\u2588]+"  # the blocks of a progress bar
+BAR = r"[\u2500-\u259f]+"  # the blocks and lines of a progress bar (tqdm's, rich's)
 _EXAMPLE_MAX = 4000
 _CUT_MAX = 2  # lines of one shape that may be records cut short (a paste's end, a kill)
 

@@ -23,7 +23,8 @@ from parsers.reader import aliases
 from parsers.reader.numbers import NUMBER_RE, unit_of, unit_scale
 
 _IN_KEY = re.compile(r"^\)\s*[:=]")  # a number closing a key's parentheses
-_SEP = re.compile(r"[|,;{}\[\]\t]|\s{2,}|\s-\s|<time>|<dur>")
+_TOKENS = re.compile(r"<(?:time|dur)>")
+_SEP = re.compile(r"[|,;{}\[\]\t\u2022]|\s{2,}|\s-\s|<time>|<dur>")
 _TRAIL = " \t:='\"[({<>-"
 _MAX_KEY_WORDS = 6
 # words that say a line reports an evaluation, not a training step
@@ -84,6 +85,7 @@ class Template:
 
 def _key(pre: str) -> str | None:
     """The key a value's preceding text names, or None."""
+    pre = _TOKENS.sub(" | ", pre)  # a stamp or a duration ends whatever came before
     chunk = _SEP.split(pre.rstrip(_TRAIL))[-1].strip(_TRAIL + " ")
     if ":" in chunk:  # a logger's ``INFO:root:step`` or ``name:key``
         chunk = chunk.rsplit(":", 1)[-1].strip()
