@@ -1,5 +1,6 @@
 """Plain metric tables: CSV or TSV with a header (``step,loss,lr,...``), as training
-scripts write them next to their logs, and Parquet tables that are not logbook's own.
+scripts write them next to their logs, markdown tables as a notebook's progress table
+is pasted (``| Step | Training Loss |``), and Parquet tables that are not logbook's own.
 
 The step is the column the alias table calls the step (``step``, ``iteration``,
 ``global_step``, ...); a table with none but an ``epoch`` column is a per-epoch table
