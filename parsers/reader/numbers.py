@@ -43,15 +43,18 @@ def unit_scale(unit: str, is_time: bool) -> float:
     return _COUNT_UNITS.get(unit, 1.0)
 
 
-def to_float(col: pl.Expr) -> pl.Expr:
-    """Number tokens (strings) -> Float64: thousands commas dropped, nan/inf read."""
-    return col.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)
+def to_float(col: pl.Expr, commas: bool = True) -> pl.Expr:
+    """Number tokens (strings) -> Float64: thousands commas dropped (``commas``: the
+    tokens may hold some), nan/inf read."""
+    if commas:
+        col = col.str.replace_all(",", "", literal=True)
+    return col.cast(pl.Float64, strict=False)
 
 
-def to_int(col: pl.Expr) -> pl.Expr:
+def to_int(col: pl.Expr, commas: bool = True) -> pl.Expr:
     """Number tokens -> Int64 where they are whole numbers within int64; else null."""
-    digits = col.str.replace_all(",", "", literal=True)
+    digits = col.str.replace_all(",", "", literal=True) if commas else col
     exact = digits.str.strip_chars_start("+").cast(pl.Int64, strict=False)  # digits as they are
-    value = to_float(col)
+    value = to_float(digits, commas=False)
     whole = value.is_finite() & (value == value.round(0)) & (value.abs() < 9.2e18)
     return pl.coalesce(exact, pl.when(whole).then(value).cast(pl.Int64, strict=False))

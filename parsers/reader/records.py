@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from parsers.reader import Spec, aliases
+from parsers.reader import Spec, aliases, numbers
 from parsers.reader.chunks import by_slices
 from parsers.reader.clean import stamp_times
 from parsers.reader.numbers import NUMBER, NUMBER_RE, to_float, to_int
@@ -71,6 +71,15 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int, base: int) -> p
     the number of the first epoch)."""
     exprs: list[pl.Expr] = [pl.col("line"), pl.col("stamp"), pl.lit(k, pl.Int32).alias("_shape")]
     nums = pl.col("nums")
+    # thousands separators are rare: without any, the values are cast as they are
+    commas = bool(sub.get_column("body").str.contains(r"\d,\d{3}").any())
+
+    def to_float(v: pl.Expr) -> pl.Expr:
+        return numbers.to_float(v, commas)
+
+    def to_int(v: pl.Expr) -> pl.Expr:
+        return numbers.to_int(v, commas)
+
     by_role = {}
     for f in t.fields:
         value = nums.list.get(f.index, null_on_oob=True)
