@@ -20,18 +20,18 @@ Other lines: see ``parsers.metaseq.lines`` and ``parsers.metaseq.events``.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.schema import Source, Validation
+from parsers.metaseq import TOLERANT as METASEQ_TOLERANT
 from parsers.metaseq import simple as ms
 from parsers.metaseq.assemble import Found, assemble
 from parsers.metaseq.columns import MAPS as _MAPS
 from parsers.metaseq.columns import base_caveats, to_metrics, values
-from parsers.reader import Spec
-from parsers.reader.fallback import bits_to_nats
 
 NAME = "fairseq-simple"
 DESCRIPTION = "fairseq 'simple' format: epoch 001: N / M loss=..., num_updates=..."
@@ -49,14 +49,10 @@ _FAIRSEQ = re.compile(r"\d \| [A-Z]+ \| fairseq")
 SNIFF_MAX = 90  # the highest score sniff gives
 
 
-# the tolerant reader behind the layout reader (parsers.reader.fallback); a record cut
-# before its num_updates has no step (the position in the epoch is not one)
-TOLERANT = Spec(aliases={"num_updates": "step"}, convert=bits_to_nats, epoch_steps=False)
+TOLERANT = METASEQ_TOLERANT  # the tolerant reader behind the layout reader, as for metaseq
 # a file without any record of the layout (fairseq-py before 0.5: no colon after the
 # epoch, no num_updates): the in-epoch counter stands in, as in the layout reader
-TOLERANT_ALONE = Spec(
-    aliases={"num_updates": "step"}, convert=bits_to_nats, epoch_steps=False, counter_steps=True
-)
+TOLERANT_ALONE = replace(METASEQ_TOLERANT, counter_steps=True)
 
 
 def sniff(head: list[str]) -> int:
