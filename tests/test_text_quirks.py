@@ -308,3 +308,18 @@ def test_lightning_rich_progress_counts_over_epochs(tmp_path):
         "epoch",
         "v_num",
     ]
+
+
+def test_a_step_beyond_int64_and_json_nested_too_deep_are_no_internal_errors(tmp_path):
+    row = (
+        " iteration       {s}/  500000 | consumed samples:          640 | elapsed time per"
+        " iteration (ms): 1234.5 | learning rate: 1.000E-04 | global batch size:    64 |"
+        " lm loss: 1.050000E+01 |\n"
+    )
+    (run,) = _runs(tmp_path, row.format(s=10) + row.format(s="9" * 5000), "big.log")
+    assert run.meta.format == "megatron"
+    assert run.metrics.get_column("step").to_list() == [10, None]  # the other step: unreadable
+    text = "step 1 | loss 2.5\n" + "[" * 20000 + "]" * 20000 + "\nstep 2 | loss 2.4\n"
+    (run,) = _runs(tmp_path, text, "nested.log")
+    assert run.metrics.select("step", "loss").rows() == [(1, 2.5), (2, 2.4)]
+    assert run.meta.parse[0].first_unrecognized == [2]

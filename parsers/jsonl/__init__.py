@@ -75,7 +75,7 @@ def sniff(head: list[str]) -> int:
 def _loads(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested beyond the decoder's depth
         return None
 
 

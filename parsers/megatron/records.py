@@ -112,7 +112,7 @@ def _iterations(raw: pl.DataFrame, text: pl.Series) -> pl.DataFrame:
         return raw.select(cols)
     found = text.str.extract_groups(ascii_classes(PREFIX + RECORD_START)).struct.unnest()
     found = found.select(
-        pl.col("step").cast(pl.Int64).alias("_step"),
+        pl.col("step").cast(pl.Int64, strict=False).alias("_step"),  # beyond int64: none
         pl.col("ts").alias("_ts"),
     )
     if "_step" not in raw.columns:
