@@ -323,3 +323,16 @@ def test_a_step_beyond_int64_and_json_nested_too_deep_are_no_internal_errors(tmp
     (run,) = _runs(tmp_path, text, "nested.log")
     assert run.metrics.select("step", "loss").rows() == [(1, 2.5), (2, 2.4)]
     assert run.meta.parse[0].first_unrecognized == [2]
+
+
+def test_a_typod_date_in_a_logbook_loses_that_entrys_time_only(tmp_path):
+    text = (
+        "2023-13-14 10:00: rolled back to 100 and lowered the lr to 3e-5\n"
+        "2023-03-01 12:00: restarted\n"
+    )
+    p = tmp_path / "logbook.txt"
+    p.write_text(text)
+    (run,) = parsers.read_logs(p, "chronicle")
+    assert "line 1: no such date '2023-13-14'" in run.meta.caveats
+    times = {e.source.line: e.time for e in run.events}
+    assert times[1] is None and times[2] == datetime(2023, 3, 1, 12, 0, tzinfo=UTC)

@@ -161,7 +161,12 @@ class _Reader:
     def _entry(self, block: Block) -> None:
         text = block.text
         m = _HEADER.match(text)
-        day = date.fromisoformat("-".join(f"{int(x):02d}" for x in m.group("date").split("-")))
+        try:
+            day = date.fromisoformat("-".join(f"{int(x):02d}" for x in m.group("date").split("-")))
+        except ValueError:  # a typo'd date (2023-13-14): the entry keeps its text, not a time
+            self.caveats.append(f"line {block.line_at(0)}: no such date {m.group('date')!r}")
+            self._prose(block)
+            return
         clock = parse_clock(m.group("time") or "")
         utc, assumed = to_utc(day, clock, m.group("zone"), self.tz)
         alt = None
