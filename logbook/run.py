@@ -254,7 +254,7 @@ def _parse_metric_rows(body: pl.Series, columns: dict, name: str) -> pl.DataFram
         if t.is_float():
             casts.append(pl.col(c).cast(pl.Float64, strict=False))
         elif t == pl.Datetime("us", "UTC"):
-            casts.append(pl.col(c).str.to_datetime(time_zone="UTC", time_unit="us"))
+            casts.append(pl.col(c).str.to_datetime(time_zone="UTC", time_unit="us", strict=False))
     return df.with_columns(casts) if casts else df
 
 

@@ -100,12 +100,12 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
 def _records(rows: pl.DataFrame) -> pl.DataFrame:
     parts = pl.col("s").str.extract_groups(RECORD.pattern)
     out = rows.select("line", parts.alias("g")).unnest("g")
-    mfu = pl.col("4").cast(pl.Float64)
+    mfu = pl.col("4").cast(pl.Float64, strict=False)
     return out.select(
         "line",
-        pl.col("1").cast(pl.Int64).alias("step"),
-        pl.col("2").cast(pl.Float64).alias("loss"),
-        (pl.col("3").cast(pl.Float64) / 1000).alias("step_time_s"),
+        pl.col("1").cast(pl.Int64, strict=False).alias("step"),
+        pl.col("2").cast(pl.Float64, strict=False).alias("loss"),
+        (pl.col("3").cast(pl.Float64, strict=False) / 1000).alias("step_time_s"),
         pl.when(mfu == -100.0).then(None).otherwise(mfu).alias("mfu_pct"),
     )
 

@@ -139,7 +139,7 @@ def _records(rows: pl.DataFrame) -> pl.DataFrame:
     return g.select(
         "line",
         _time().alias("time"),
-        pl.col("1").cast(pl.Int64).alias("step"),
+        pl.col("1").cast(pl.Int64, strict=False).alias("step"),
         _num("2").alias("loss"),
         _num("3").alias("grad_norm"),
         _num("4").alias("memory_gib"),

@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import polars as pl
+
 import parsers
+from logbook.run import Run
 
 
 def _runs(tmp_path: Path, text: str, name: str = "x.log"):
@@ -336,3 +339,20 @@ def test_a_typod_date_in_a_logbook_loses_that_entrys_time_only(tmp_path):
     assert "line 1: no such date '2023-13-14'" in run.meta.caveats
     times = {e.source.line: e.time for e in run.events}
     assert times[1] is None and times[2] == datetime(2023, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def test_odd_digits_and_a_bad_time_in_a_logbook_file_are_values_lost_not_files(tmp_path):
+    text = (
+        "iter 0: loss 4.2000, time 500.10ms, mfu -100.00%\n"
+        "iter 10: loss 3.9000, time 30.10ms, mfu \u0663\u0664%\n"  # Arabic-Indic digits
+    )
+    (run,) = _runs(tmp_path, text, "train.log")
+    assert run.meta.format == "nanogpt"
+    assert run.metrics.select("step", "loss", "mfu_pct").rows() == [(0, 4.2, None), (10, 3.9, None)]
+    good = tmp_path / "good.jsonl"
+    stamps = [datetime(2024, 5, 1, 9, tzinfo=UTC), datetime(2024, 5, 1, 10, tzinfo=UTC)]
+    Run(metrics=pl.DataFrame({"step": [1, 2], "loss": [2.5, 2.4], "time": stamps})).write(good)
+    rows = good.read_text().replace("2024-05-01T09:00:00", "not a time", 1)
+    (run,) = _runs(tmp_path, rows, "run.jsonl")
+    assert run.metrics.select("step", "loss").rows() == [(1, 2.5), (2, 2.4)]
+    assert run.metrics.get_column("time").to_list() == [None, datetime(2024, 5, 1, 10, tzinfo=UTC)]
