@@ -251,7 +251,7 @@ def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -
             starts = run_starts(part)
             blocks = split_part(part, st, starts) if starts else [(part, st)]
             named = groups[-1] and part.meta.get("run") != groups[-1][-1][0].meta.get("run")
-            if groups[-1] and ("_run" in part.meta.get("runs_column", ()) or named):
+            if named:
                 groups.append([])  # records of another named run of the same export
             elif groups[-1] and fresh_start(groups[-1], part):
                 groups.append([])  # a directory's next writer started another run

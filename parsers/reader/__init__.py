@@ -4,10 +4,10 @@ It finds the records of a file from its repeated line shapes instead of a gramma
 framework: lines are cleaned of what logs put around them (:mod:`.clean`), reduced to
 shapes, one example line per shape is read into a template (:mod:`.templates`), and
 every line of a template is then extracted in one polars pass (:mod:`.extract`).
-Frameworks add a :class:`Spec`: their own key aliases, noise, step rule and quirks.
+Frameworks add a :class:`Spec`: their own key aliases, step rule, record rules and quirks.
 
 Every line is accounted for: a record (or part of one: ``meta["continued_lines"]``),
-an event, ignored (blank, collector comments, traceback bodies, known noise, per-rank
+an event, ignored (blank, collector comments, traceback bodies, summaries, per-rank
 copies of a record) or unrecognized.
 """
 
@@ -26,14 +26,12 @@ class Spec:
     """What a framework adds to the reader."""
 
     aliases: dict[str, str] = field(default_factory=dict)  # normalized key -> column
-    noise: str | None = None  # regex of lines known to be noise (ignored)
     # the first epoch's number, for steps counted within epochs (None: 1 where the
     # file's epochs start at 1, else 0)
     epoch_base: int | None = None
     epoch_steps: bool = True  # ``epoch E ... [i/N]`` without a step key: step E*N + i
     counter_steps: bool = False  # else (epoch_steps off) the counter i is the step
     convert: Callable[[pl.DataFrame], pl.DataFrame] | None = None  # column fix-ups
-    keep: Callable[[str], bool] | None = None  # which record templates to keep (by shape)
     rewrite: tuple[tuple[str, str], ...] = ()  # (regex, replacement) on each cleaned line
     any_value: bool = False  # a step and any named value make a record (no loss logged)
     # record shapes that are records only in a file with no other record shape (an

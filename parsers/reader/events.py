@@ -73,10 +73,11 @@ OVERRIDE = r"^Overriding: (\w+) = (.+)$|^(?:--)?(learning_rate|lr)\s*[=:]\s*([-+
 ANY = "|".join(
     f"(?:{p})" for p in [RESUME, SAVE, OVERFLOW, OVERRIDE] + [p for _, p in CRASH_CAUSES]
 )
-# lines of a Python traceback after its first line (indented source and frames)
+# a Python traceback's lines that say nothing of their own (its first line, the lines
+# between chained exceptions, a caret marker; its indented frames are told by indentation)
 TRACEBACK_BODY = (
-    r"^Traceback \(most recent call last\)|^\s+(?:File \"|\S)|^\s*\^+\s*$|^During"
-    r" handling of the above|^The above exception"
+    r"^Traceback \(most recent call last\)|^During handling of the above|^The above exception"
+    r"|^\^+$"
 )
 
 _CAUSES = [(c, re.compile(p)) for c, p in CRASH_CAUSES]

@@ -42,7 +42,7 @@ def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
     evs, event_lines = _events(df, temps, records, name, maybe)
     # a line is used when one of its drawn states is; else unrecognized when one is
     free = df.filter(~pl.col("taken") & ~pl.col("line").is_in(event_lines.implode()))
-    free = free.with_columns(_ignored(spec).alias("ign"))
+    free = free.with_columns(_ignored().alias("ign"))
     free = free.group_by("line", maintain_order=True).agg(pl.col("ign").all())
     n_ignored = int(free.get_column("ign").sum())
     unrec = free.filter(~pl.col("ign")).get_column("line")
@@ -146,16 +146,12 @@ def _validation(s, t: Template, line, name, rec_lines, rec_steps) -> Validation 
     return Validation(step=step, split=split, values=values, source=src, text=s[:300])
 
 
-def _ignored(spec: Spec) -> pl.Expr:
-    """Lines that carry nothing: blank, collector comments, summaries, traceback bodies,
-    the framework's known noise."""
+def _ignored() -> pl.Expr:
+    """Lines that carry nothing: blank, collector comments, summaries, traceback bodies."""
     s = pl.col("body")
-    body = pl.col("indented") | s.str.starts_with("Traceback (most recent call last)")
-    body = body | s.str.contains(r"^During handling of the above|^The above exception|^\^+$")
+    body = pl.col("indented") | s.str.contains(events.TRACEBACK_BODY)
     mask = (s == "") | s.str.contains(COMMENT) | (pl.col("kind") == "summary").fill_null(False)
     mask = mask | (body & pl.col("kind").is_null())
-    if spec.noise:
-        mask = mask | s.str.contains(spec.noise)
     return mask
 
 

@@ -54,7 +54,7 @@ def _per_epoch(out: pl.DataFrame) -> pl.DataFrame:
     if not flags[0] or flags[1]:
         return out
     first = out.get_column("epoch").drop_nulls()
-    base = 1 if first.len() and first[0] == 1 else 0
+    base = first_epoch(first[0] if first.len() else None)
     counted = ((epoch - base) * pl.col("_total") + step).cast(pl.Int64)
     # (the total was the epoch's, not the run's: no train_iters from it)
     return out.with_columns(pl.coalesce(counted, step).alias("step")).drop("_total")
@@ -119,6 +119,12 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int, base: int) -> p
     return sub.select(exprs)
 
 
+def first_epoch(epoch: float | None) -> int:
+    """The number a log gives its first epoch, from the epoch of its first record: 1
+    where that is 1 (``Epoch [1/10]``), else 0 (a log counting from 0, or an excerpt)."""
+    return 1 if epoch == 1 else 0
+
+
 def _base(sub: pl.DataFrame, t: Template, spec: Spec) -> int:
     """The number of a file's first epoch: the framework's, else 1 where its first
     record is of epoch 1 (``Epoch [1/10]``), else 0."""
@@ -128,7 +134,7 @@ def _base(sub: pl.DataFrame, t: Template, spec: Spec) -> int:
     if f is None or sub.height == 0:
         return 0
     nums = NUMBER_RE.findall(sub.get_column("body")[0])
-    return 1 if f.index < len(nums) and nums[f.index] == "1" else 0
+    return first_epoch(1 if f.index < len(nums) and nums[f.index] == "1" else None)
 
 
 def _typed(out: pl.DataFrame) -> pl.DataFrame:
@@ -260,7 +266,7 @@ def in_epochs(records: pl.DataFrame, df: pl.DataFrame) -> tuple[pl.DataFrame, pl
     epoch = ctx.get_column("_epoch")
     if epoch.null_count() == epoch.len():
         return records, none
-    base = 1 if epoch.min() == 1 else 0
+    base = first_epoch(epoch.min())
     per = records.get_column("_total")
     step = (epoch - base) * per + records.get_column("step")
     counted = step.is_not_null()

@@ -67,10 +67,6 @@ def templates_of(df: pl.DataFrame, spec: Spec) -> dict[str, Template]:
     for shape, example, n in shapes.iter_rows():
         out[shape] = template(shape, example[:_EXAMPLE_MAX], spec.aliases, spec.any_value)
         out[shape].count = n
-    if spec.keep is not None:
-        for s, t in out.items():
-            if t.kind == "record" and not spec.keep(s):
-                t.kind = None
     _side_records(out)
     _framework_records(out, spec)
     _cut_records(out)
