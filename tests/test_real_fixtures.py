@@ -22,7 +22,6 @@ KNOWN_GAPS = {
     "fairseq/fairseq_issue1895_modern_summary_then_overflow": "an epoch summary beside records",
     "fairseq/fairseq_issue247_tqdm_per_gpu_unordered": "per-GPU tqdm bars out of order",
     "fairseq/fairseq_issue2681_overflow_records_without_loss": "position steps",
-    "fairseq/fairseq_tpu_pr21_hard_wrapped_per_device": "records wrapped over 4 lines",
     "hf_trainer/nbbert_seqlabel_flattened_bars_log_history": "a printed log_history list",
     "lightning/automm_fp16_nan_loss_glued_ckpt": "bar position is not the global step",
     "lightning/dogcat_docker_glued_checkpoint_msgs": "bars glued at terminal width",

@@ -134,7 +134,8 @@ def _base(sub: pl.DataFrame, t: Template, spec: Spec) -> int:
     if f is None or sub.height == 0:
         return 0
     nums = NUMBER_RE.findall(sub.get_column("body")[0])
-    return first_epoch(1 if f.index < len(nums) and nums[f.index] == "1" else None)
+    token = nums[f.index].replace(",", "") if f.index < len(nums) else ""
+    return first_epoch(float(token) if token.isdigit() else None)  # ``001`` is 1 too
 
 
 def _typed(out: pl.DataFrame) -> pl.DataFrame:
