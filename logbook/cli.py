@@ -6,7 +6,9 @@ input (a one-line message, never a traceback). ``LOGBOOK_DEBUG=1`` shows traceba
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 
 import typer
@@ -25,19 +27,33 @@ app = typer.Typer(
 def _register() -> None:
     from logbook import cli_detect, cli_parse, cli_replay, cli_report
 
+    if app.registered_commands:  # main() called again in one process
+        return
     for module in (cli_parse, cli_detect, cli_report, cli_replay):
         module.register(app)
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that temp files are cleaned up."""
+
+
+def _on_sigterm(_signum, _frame) -> None:
+    raise Terminated
 
 
 def main() -> None:
     """Entry point of the ``logbook`` console script."""
     _register()
+    with contextlib.suppress(ValueError):  # (only the main thread may set handlers)
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         app()  # click's standalone mode: usage errors exit 2 with a short message
     except LogbookError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
         _fail("interrupted", code=130)
+    except Terminated:
+        _fail("terminated", code=143)
     except Exception as exc:  # a bug: still one line, unless debugging
         if os.environ.get("LOGBOOK_DEBUG"):
             raise
@@ -60,6 +76,9 @@ def run() -> None:
         sys.stderr.flush()
     except (BrokenPipeError, ValueError):  # a reader that went away (``| head``)
         code = code or 0
+    from logbook.textio import remove_spools
+
+    remove_spools()  # (exit handlers do not run on this exit)
     os._exit(code)
 
 

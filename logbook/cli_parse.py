@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from logbook.cli_runs import RunOpt, file_stem, load_runs, run_name
-from logbook.run import Run
+from logbook.run import ParseStats, Run
 
 LogArgs = Annotated[
     list[Path], typer.Argument(help="Log files (plain or .gz): a run's launches, in any order.")
@@ -118,21 +118,32 @@ def summary(run: Run) -> str:
     else:
         out.append("events: none")
     for st in run.meta.parse:
-        line = f"{st.file}: {st.lines:,} lines, {st.records:,} records"
-        extra = getattr(st, "ignored", None)
-        if extra:
-            line += f", {extra:,} ignored (blank, comments, framework noise)"
-        line += f", {st.unrecognized:,} unrecognized"
-        if st.first_unrecognized:
-            line += " (first at line " + ", ".join(map(str, st.first_unrecognized)) + ")"
-        if st.invalid_utf8_lines:
-            line += f"; {st.invalid_utf8_lines} line(s) with invalid UTF-8 bytes replaced"
-        out.append(line)
+        out.append(accounting(st))
     for c in run.meta.caveats:
         out.append(f"note: {c}")
     for col, how in run.meta.units.items():
         out.append(f"unit: {col}: {how}")
     return "\n".join(out)
+
+
+def accounting(st: ParseStats) -> str:
+    """One file's line accounting: its lines in records, events, continuations, ignored
+    and unrecognized (the five add up to the line count)."""
+    first = getattr(st, "first_line", 1) or 1
+    where = f"{st.file}" if first == 1 else f"{st.file} (from line {first:,})"
+    line = (
+        f"{where}: {st.lines:,} lines = {st.record_lines:,} record + {st.event_lines:,} event"
+        f" + {st.continuation_lines:,} continuation + {st.ignored:,} ignored"
+        f" + {st.unrecognized:,} unrecognized"
+    )
+    if st.first_unrecognized:
+        line += " (first at line " + ", ".join(map(str, st.first_unrecognized)) + ")"
+    line += f"; {st.records:,} records"
+    if st.overcounted:
+        line += f"; {st.overcounted:,} line(s) counted twice"
+    if st.invalid_utf8_lines:
+        line += f"; {st.invalid_utf8_lines} line(s) with invalid UTF-8 bytes replaced"
+    return line
 
 
 def formats() -> None:

@@ -41,6 +41,7 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
     )
     group.command("record")(record)
+    group.command("resume")(resume)
     group.command("verify")(verify)
     group.command("counterfactual")(counterfactual)
     group.command("segment")(segment)
@@ -111,6 +112,20 @@ def record(
     )
 
 
+def resume(root: DirArg) -> None:
+    """Continue an interrupted ``replay record`` from its last checkpoint; the finished
+    run equals an uninterrupted recording bit for bit (``replay verify`` checks it)."""
+    _require_torch()
+    from replay.recording import resume as do_resume
+
+    run, start = do_resume(root)
+    m = run.metrics
+    typer.echo(
+        f"resumed {root} from step {start}: {m.height} steps recorded, final loss "
+        f"{m['loss'][-1]:.4f}, {len(run.events_of('checkpoint_save'))} checkpoints"
+    )
+
+
 def _check_out(out: Path, force: bool, run_file: str) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: is a file, not a directory")
@@ -120,7 +135,7 @@ def _check_out(out: Path, force: bool, run_file: str) -> None:
         ckpt = out / "checkpoints"
         for p in ckpt.glob("step_*.pt") if ckpt.is_dir() else []:
             p.unlink()
-        for p in (ckpt / "index.json", out / run_file):
+        for p in (ckpt / "index.json", out / run_file, out / "recording.json"):
             if p.exists():
                 p.unlink()
 

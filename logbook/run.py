@@ -39,6 +39,12 @@ class ParseStats(BaseModel):
     records: int = 0
     unrecognized: int = 0
     first_unrecognized: list[int] = Field(default_factory=list)
+    # every line in exactly one of these and ``unrecognized`` (parsers.accounting)
+    record_lines: int = 0
+    event_lines: int = 0
+    continuation_lines: int = 0
+    ignored: int = 0
+    overcounted: int = 0  # lines a parser counted twice (taken off ``ignored``)
     invalid_utf8_lines: int = 0
     crlf: bool = False
     gzip: bool = False
@@ -121,8 +127,10 @@ class Run:
     @classmethod
     def read(cls, path: str | Path) -> Run:
         """Read a run written by :meth:`write`."""
-        p = Path(path)
-        if str(p).endswith(".parquet"):
+        from logbook.textio import local
+
+        p = local(path)
+        if str(path).endswith(".parquet"):
             return _read_parquet(p)
         return _read_jsonl(p)
 
@@ -199,6 +207,26 @@ def _write_jsonl(run: Run, path: Path) -> None:
             fh.write(json.dumps({"type": "event", **event_to_dict(e)}).encode() + b"\n")
 
 
+def _check_schema(head: dict, name: str | Path) -> None:
+    if head.get("schema") != SCHEMA_VERSION:
+        raise InputError(
+            f"{name}: written with schema {head.get('schema')!r}; this logbook reads "
+            f"{SCHEMA_VERSION!r} (upgrade logbook, or parse the raw log again)"
+        )
+
+
+def _header(meta: dict, path: str | Path) -> RunMeta:
+    """The run header of a logbook file, checked: a bad field is a one-line error."""
+    from pydantic import ValidationError
+
+    try:
+        return RunMeta.model_validate(meta)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "header"
+        raise InputError(f"{path}: damaged logbook header ({where}: {err['msg']})") from None
+
+
 def _read_jsonl(path: Path) -> Run:
     from logbook.textio import read_lines
 
@@ -215,8 +243,13 @@ def run_from_lines(lines: pl.DataFrame, name: str) -> Run:
         head = json.loads(text[0])
     except json.JSONDecodeError:
         raise InputError(f"{name}: not a logbook JSONL file (header is not JSON)") from None
-    if head.get("type") != "run" or not str(head.get("schema", "")).startswith("logbook/"):
+    if (
+        not isinstance(head, dict)
+        or head.get("type") != "run"
+        or not str(head.get("schema", "")).startswith("logbook/")
+    ):
         raise InputError(f"{name}: not a logbook JSONL file (first object is not a run header)")
+    _check_schema(head, name)
     columns = {c: _DTYPES.get(t, pl.String()) for c, t in head.get("columns", {}).items()}
     is_metrics = text.str.contains(r'^\{\s*"type"\s*:\s*"metrics"')
     body = text.filter(is_metrics)
@@ -233,7 +266,7 @@ def run_from_lines(lines: pl.DataFrame, name: str) -> Run:
             first = str(exc).splitlines()[0]
             raise InputError(f"{name}:{ln}: bad event row ({first})") from None
     meta = {k: v for k, v in head.items() if k not in ("type", "schema", "columns")}
-    return Run(metrics=metrics, events=events, meta=RunMeta.model_validate(meta))
+    return Run(metrics=metrics, events=events, meta=_header(meta, name))
 
 
 def _parse_metric_rows(body: pl.Series, columns: dict, name: str) -> pl.DataFrame:
@@ -289,8 +322,18 @@ def _read_parquet(path: Path) -> Run:
     meta = {**(table.schema.metadata or {}), **parquet_metadata(path)}
     if _META_KEY not in meta:
         raise InputError(f"{path}: Parquet file without a logbook header")
-    head = json.loads(meta[_META_KEY])
-    events = [event_from_dict(json.loads(x)) for x in meta[_EVENTS_KEY].decode().splitlines()]
+    try:
+        head = json.loads(meta[_META_KEY])
+        rows = meta.get(_EVENTS_KEY, b"").decode().splitlines()
+        events = [event_from_dict(json.loads(x)) for x in rows]
+    except (ValueError, TypeError, AttributeError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise InputError(
+            f"{path}: damaged logbook header in the Parquet metadata ({first})"
+        ) from None
+    if not isinstance(head, dict):
+        raise InputError(f"{path}: damaged logbook header in the Parquet metadata")
+    _check_schema(head, path)
     metrics = pl.from_arrow(table.replace_schema_metadata(None))
     info = {k: v for k, v in head.items() if k not in ("type", "schema", "columns")}
-    return Run(metrics=metrics, events=events, meta=RunMeta.model_validate(info))
+    return Run(metrics=metrics, events=events, meta=_header(info, path))

@@ -19,10 +19,16 @@ built here, as for files too large for one Arrow buffer).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import gzip
 import mmap
 import os
+import re
+import shutil
 import stat
+import sys
+import tempfile
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -44,6 +50,7 @@ NO_MMAP = "LOGBOOK_NO_MMAP"  # environment variable: read large files into a cop
 _INLINE = 12  # a view holds a line of at most this many bytes itself
 _MAX_BUFFER = 2**31 - 1  # a view's offset is an int32: one data buffer holds at most this
 _SCHEMA = {"line": pl.Int64, "text": pl.String}
+_BREAKS = re.compile(r"\r\n|\n|\r")
 
 
 @dataclass
@@ -54,8 +61,62 @@ class TextStats:
     crlf: bool = False
     invalid_utf8_lines: list[int] = field(default_factory=list)
     no_final_newline: bool = False
-    cr_only: bool = False  # lines end with a lone carriage return
+    cr_only: bool = False  # every line ends with a lone carriage return
+    lone_cr: int = 0  # line breaks that are a lone carriage return
     gzip: bool = False
+
+
+# streams read once into a temp file: the name given -> the file that holds its bytes
+_SPOOLS: dict[str, str] = {}
+STDIN = "-"
+
+
+def spool(path: str | Path) -> str | Path:
+    """Make a stream readable more than once: ``-`` (standard input), a pipe or FIFO
+    (``/dev/stdin``, ``<(cmd)``) is copied once, in slices, into a temp file that
+    :func:`local` then gives for the same name (removed at exit). A regular file, a
+    folder or a missing path is left as it is. Returns ``path``."""
+    name = str(path)
+    if name in _SPOOLS:
+        return path
+    if name != STDIN:
+        try:
+            mode = os.stat(name).st_mode
+        except OSError:
+            return path
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return path
+    fd, tmp = tempfile.mkstemp(prefix="logbook-stream-", suffix=".log")
+    atexit.register(_remove, tmp)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if name == STDIN:
+                shutil.copyfileobj(sys.stdin.buffer, out, _READ_SLICE)
+            else:
+                with open(name, "rb") as src:
+                    shutil.copyfileobj(src, out, _READ_SLICE)
+    except OSError as exc:
+        _remove(tmp)
+        raise InputError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    _SPOOLS[name] = tmp
+    return path
+
+
+def local(path: str | Path) -> Path:
+    """The file to read for ``path``: its spooled copy for a stream, else itself."""
+    return Path(_SPOOLS.get(str(path), path))
+
+
+def remove_spools() -> None:
+    """Remove the temp copies of every stream read so far."""
+    for tmp in _SPOOLS.values():
+        _remove(tmp)
+    _SPOOLS.clear()
+
+
+def _remove(tmp: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
 
 
 def read_bytes(path: str | Path) -> tuple[bytes, bool]:
@@ -68,12 +129,12 @@ def read_buffer(path: str | Path) -> tuple[np.ndarray, bool]:
     """The file's bytes as a numpy ``uint8`` array (gunzipped when it is gzip) and
     whether it was gzip."""
     p = Path(path)
-    if not p.exists():
+    if not local(p).exists():
         raise InputError(f"{p}: no such file")
-    if p.is_dir():
+    if local(p).is_dir():
         raise InputError(f"{p}: is a directory, not a log file")
     try:
-        raw = _read_all(p)
+        raw = _read_all(local(p))
     except OSError as exc:
         raise InputError(f"{p}: cannot read ({exc.strerror or exc})") from None
     if raw[:2].tobytes() == b"\x1f\x8b":
@@ -160,19 +221,13 @@ def split_lines(raw: bytes | np.ndarray) -> tuple[pl.DataFrame, TextStats]:
     data = np.frombuffer(raw, dtype=np.uint8)
     if not data.size:
         return pl.DataFrame({"line": [], "text": []}, schema=_SCHEMA), stats
-    ends = _find(data, lambda chunk: chunk == 10)
-    # no line feed at all but carriage returns (old Mac, some terminal captures): those
-    # are the line breaks (beside line feeds, a carriage return is a progress bar's)
-    eol = 13 if ends.size == 0 and (data == 13).any() else 10
-    if eol == 13:
-        ends = _find(data, lambda chunk: chunk == 13)
-        stats.cr_only = True
-    stats.no_final_newline = bool(data[-1] != eol)
-    if stats.no_final_newline:
-        ends = np.append(ends, data.size)
+    ends = _line_ends(data, stats)
     starts = np.zeros(ends.size, dtype=np.int64)
     starts[1:] = ends[:-1] + 1
-    cr = (ends > starts) & (data[np.maximum(ends - 1, 0)] == 13) & (eol == 10)
+    # a line that ends in CR LF: the CR is not part of it
+    at = np.minimum(ends, data.size - 1)
+    cr = (ends > starts) & (data[np.maximum(ends - 1, 0)] == 13) & (data[at] == 10)
+    cr &= ends < data.size
     stats.crlf = bool(cr.any())
     lengths = ends - starts - cr
     if lengths.max() > _MAX_BUFFER:
@@ -190,6 +245,36 @@ def split_lines(raw: bytes | np.ndarray) -> tuple[pl.DataFrame, TextStats]:
     stats.lines = int(ends.size)
     frame = pl.DataFrame({"line": pl.int_range(1, ends.size + 1, eager=True), "text": text})
     return frame, stats
+
+
+def _line_ends(data: np.ndarray, stats: TextStats) -> np.ndarray:
+    """Where each line ends (the position of its break, or the end of the data for a
+    last line without one). Line feeds, CR LF pairs and lone carriage returns (old Mac
+    files, progress bars redrawn in place, some terminal captures) are all breaks."""
+    hits = _find(data, lambda chunk: chunk == 10)
+    if _has_cr(data):
+        crs = _find(data, lambda chunk: chunk == 13)
+        paired = np.isin(crs + 1, hits, assume_unique=True)  # the CR of a CR LF pair
+        lone = crs[~paired]
+        if lone.size:
+            stats.cr_only = hits.size == 0
+            stats.lone_cr = int(lone.size)
+            hits = np.union1d(hits, lone)
+    stats.no_final_newline = bool(data[-1] not in (10, 13))
+    if stats.no_final_newline:
+        hits = np.append(hits, data.size)
+    return hits
+
+
+def _has_cr(data: np.ndarray) -> bool:
+    """Whether ``data`` holds a carriage return (at the speed of ``memchr`` where the
+    buffer under the array can search itself: a mapped file, bytes)."""
+    base = data.base
+    base = base.obj if isinstance(base, memoryview) else base
+    find = getattr(base, "find", None)
+    if find is not None and len(base) == data.size:
+        return find(b"\r") >= 0
+    return bool(_find(data, lambda chunk: chunk == 13).size)
 
 
 def _lines_over(blob: pa.Buffer, starts: np.ndarray, lengths: np.ndarray) -> pl.Series | None:
@@ -342,13 +427,18 @@ def read_lines(path: str | Path) -> tuple[pl.DataFrame, TextStats]:
 def head_lines(path: str | Path, n: int = 200, max_bytes: int = 1 << 20) -> list[str]:
     """The first lines of a file (for format sniffing), decoded leniently."""
     p = Path(path)
-    with p.open("rb") as fh:
+    with local(p).open("rb") as fh:
         start = fh.read(2)
     opener = gzip.open if start == b"\x1f\x8b" else open
     try:
-        with opener(p, "rb") as fh:
+        with opener(local(p), "rb") as fh:
             chunk = fh.read(max_bytes)
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{p}: cannot read ({exc})") from None
     check_text(chunk, str(p)) if chunk else None
-    return chunk.decode("utf-8", errors="replace").splitlines()[:n]
+    text = chunk.decode("utf-8", errors="replace")
+    # the same line breaks as split_lines: LF, CR LF and a lone CR, nothing else
+    lines = _BREAKS.split(text, maxsplit=n)[:n]
+    if lines and lines[-1] == "" and len(lines) < n:
+        lines.pop()
+    return lines

@@ -23,7 +23,7 @@ from logbook.gc_pause import paused_gc
 from logbook.parsed import Parsed
 from logbook.run import ParseStats, Run, RunMeta
 from logbook.segments import order_parts, stitch
-from logbook.textio import head_lines, read_lines
+from logbook.textio import head_lines, local, read_lines, spool
 from parsers import (
     chronicle,
     deepspeed,
@@ -49,6 +49,7 @@ from parsers import (
     torchtitan,
     wandb,
 )
+from parsers.accounting import count_lines
 from parsers.reader.copies import drop_rank_copies
 from parsers.reader.fallback import with_fallback
 
@@ -100,13 +101,13 @@ FIRST_UNRECOGNIZED = 5
 def sniff(path: str | Path) -> str:
     """The name of the format that recognizes the file's first lines best."""
     p = Path(path)
-    if not p.exists():
+    if not local(p).exists():
         raise InputError(f"{p}: no such file")
-    by_path = {n: m.sniff_path(p) for n, m in FORMATS.items() if hasattr(m, "sniff_path")}
+    by_path = {n: m.sniff_path(local(p)) for n, m in FORMATS.items() if hasattr(m, "sniff_path")}
     claimed = max(by_path, key=lambda k: by_path[k]) if by_path else None
     if claimed is not None and by_path[claimed] > 0:
         return claimed
-    if p.is_dir():
+    if local(p).is_dir():
         raise InputError(
             f"{p}: is a directory without TensorBoard event files or trainer_state.json"
         )
@@ -147,12 +148,11 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
         format=fmt,
         lines=text.lines,
         records=parsed.metrics.height,
-        unrecognized=unrec.len(),
         first_unrecognized=unrec.head(FIRST_UNRECOGNIZED).to_list(),
         invalid_utf8_lines=len(text.invalid_utf8_lines),
         crlf=text.crlf,
         gzip=text.gzip,
-        ignored=parsed.ignored,
+        **count_lines(parsed, text.lines),
     )
     return parsed, stats
 
@@ -163,21 +163,21 @@ def parse_path(path: str | Path, fmt: str, runs: bool = False) -> list[tuple[Par
     several runs (its format's ``read_path`` is told, where it takes ``runs``)."""
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    mod, p = FORMATS[fmt], Path(path)
+    mod, p = FORMATS[fmt], local(path)
     if not (hasattr(mod, "read_path") and mod.sniff_path(p) > 0):
         return [parse_file(path, fmt)]
     out = []
     takes_runs = "runs" in inspect.signature(mod.read_path).parameters
     for part in mod.read_path(p, runs=True) if runs and takes_runs else mod.read_path(p):
         unrec = part.unrecognized
+        lines = int(part.meta.get("lines", 0))
         stats = ParseStats(
             file=str(part.meta.get("file", p)),
             format=fmt,
-            lines=int(part.meta.get("lines", 0)),
+            lines=lines,
             records=part.metrics.height,
-            unrecognized=unrec.len(),
             first_unrecognized=unrec.head(FIRST_UNRECOGNIZED).to_list(),
-            ignored=part.ignored,
+            **count_lines(part, lines),
         )
         out.append((part, stats))
     return out
@@ -196,6 +196,7 @@ def read_log(paths: list[str | Path] | str | Path, fmt: str | None = None, tz: s
 def _read_log(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -> Run:
     if isinstance(paths, str | Path):
         paths = [paths]
+    paths = [spool(p) for p in paths]  # a stream (``-``, a pipe) is read once
     if not paths:
         raise UsageError("no log file given")
     formats = [fmt or sniff(p) for p in paths]
@@ -234,6 +235,7 @@ def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -
 
     if isinstance(paths, str | Path):
         paths = [paths]
+    paths = [spool(p) for p in paths]  # a stream (``-``, a pipe) is read once
     if not paths:
         raise UsageError("no log file given")
     formats = [fmt or sniff(p) for p in paths]

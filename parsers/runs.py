@@ -16,6 +16,7 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.run import ParseStats
+from parsers.accounting import count_lines
 
 _LAUNCH = ("restart",)
 
@@ -84,29 +85,31 @@ def split_part(
     """``part`` cut before each line in ``starts``: one (part, stats) per block."""
     bounds = [0, *starts, stats.lines + 1 if stats.lines else 2**62]
     out = []
-    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:], strict=False)):
+    left = part.ignored  # the file's ignored lines, given to the blocks in order
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
         m = part.metrics.filter((pl.col("line") >= lo) & (pl.col("line") < hi))
         evs = [e for e in part.events if e.source and lo <= (e.source.line or 0) < hi]
         unrec = part.unrecognized.filter((part.unrecognized >= lo) & (part.unrecognized < hi))
-        block = Parsed(
-            metrics=m,
-            events=evs,
-            meta=dict(part.meta),
-            unrecognized=unrec,
-            ignored=part.ignored if k == 0 else 0,
-        )
-        span = (min(hi, stats.lines + 1) - max(lo, 1)) if stats.lines else 0
+        block = Parsed(metrics=m, events=evs, meta=dict(part.meta), unrecognized=unrec)
+        first = max(lo, 1)
+        room = count_lines(block, stats.lines, first, hi - 1, ignored=0)["continuation_lines"]
+        block.ignored = min(left, room)
+        left -= block.ignored
+        counts = count_lines(block, stats.lines, first, hi - 1)
+        span = (min(hi, stats.lines + 1) - first) if stats.lines else 0
         st = stats.model_copy(
             update={
                 "records": m.height,
-                "unrecognized": unrec.len(),
                 "first_unrecognized": unrec.head(5).to_list(),
                 "lines": span,
-                "ignored": part.ignored if k == 0 else 0,
-                "first_line": max(lo, 1),
+                "first_line": first,
+                **counts,
             }
         )
         out.append((block, st))
+    if left and out:  # more ignored lines than the blocks had room for: counted twice
+        st = out[-1][1]
+        out[-1] = (out[-1][0], st.model_copy(update={"overcounted": st.overcounted + left}))
     return out
 
 
@@ -116,6 +119,9 @@ def by_run_column(part: Parsed, stats: ParseStats) -> list[tuple[Parsed, ParseSt
     if "_run" not in part.metrics.columns:
         return [(part, stats)]
     names = list(dict.fromkeys(part.metrics.get_column("_run").to_list()))
+    if not names:  # a header and no rows: one empty run, its lines still counted
+        part.metrics = part.metrics.drop("_run")
+        return [(part, stats)]
     out = []
     for k, name in enumerate(names):
         m = part.metrics.filter(pl.col("_run") == name).drop("_run")
@@ -128,7 +134,19 @@ def by_run_column(part: Parsed, stats: ParseStats) -> list[tuple[Parsed, ParseSt
             unrecognized=part.unrecognized if k == 0 else part.unrecognized.clear(),
             ignored=part.ignored if k == 0 else 0,
         )
-        st = stats.model_copy(update={"records": m.height, "lines": stats.lines if k == 0 else 0})
+        update: dict = {"records": m.height}
+        if k:  # the lines were counted with the first run
+            update.update(
+                lines=0,
+                record_lines=0,
+                event_lines=0,
+                continuation_lines=0,
+                ignored=0,
+                unrecognized=0,
+                first_unrecognized=[],
+                overcounted=0,
+            )
+        st = stats.model_copy(update=update)
         out.append((block, st))
     return out
 

@@ -43,10 +43,15 @@ class StepLog:
     def skip(self, step: int, segment: int = 0) -> None:
         self.skipped_steps.append((segment, step))
 
-    def frame(self, batch_size: int, block_size: int) -> pl.DataFrame:
+    def columns(self) -> list[str]:
+        """The names of the fields of a row, in order."""
         layers = [f"act_norm_layer{i}" for i in range(self.n_layer)]
         names = ["step", "segment", "lr", "loss_scale", "skipped", "step_time_s"]
-        names += [*_VALUES, *layers]
+        return [*names, *_VALUES, *layers]
+
+    def frame(self, batch_size: int, block_size: int) -> pl.DataFrame:
+        layers = [f"act_norm_layer{i}" for i in range(self.n_layer)]
+        names = self.columns()
         schema = {n: pl.Float64 for n in names} | {
             "step": pl.Int64,
             "segment": pl.Int32,

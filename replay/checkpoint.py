@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 from pathlib import Path
 
 import torch
@@ -80,6 +81,28 @@ def from_bytes(data: bytes, name: str = "checkpoint") -> dict:
     return state
 
 
+class _BadEntry(ValueError):
+    pass
+
+
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+_NAME = re.compile(r"^step_\d{1,19}\.pt$")
+
+
+def _entry(e: dict) -> dict:
+    """One index entry checked: a step, a file named as :meth:`CheckpointDir.save`
+    names them (a plain name inside the checkpoint folder: never a path that leads out
+    of it) and a SHA-256 hash."""
+    step, name, digest = e["step"], e.get("file"), e.get("sha256")
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < 2**63:
+        raise _BadEntry(f"step {step!r} is not a step number")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise _BadEntry(f"file {name!r} is not a checkpoint file of this folder")
+    if not isinstance(digest, str) or not _HEX.match(digest):
+        raise _BadEntry(f"entry of step {step} has no sha256 hash")
+    return e
+
+
 class CheckpointDir:
     """The checkpoints of one recorded run, under ``root/checkpoints``."""
 
@@ -92,9 +115,10 @@ class CheckpointDir:
             return {}
         try:
             entries = json.loads(path.read_text())["checkpoints"]
-            return {int(e["step"]): e for e in entries}
-        except (ValueError, KeyError, TypeError):
-            raise InputError(f"{path}: damaged checkpoint index") from None
+            return {int(e["step"]): _entry(e) for e in entries}
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
+            why = f": {exc}" if isinstance(exc, _BadEntry) else ""
+            raise InputError(f"{path}: damaged checkpoint index{why}") from None
 
     def steps(self) -> list[int]:
         return sorted(self._index())

@@ -7,12 +7,14 @@ state) is always written, then one every ``checkpoint_every`` steps and one at t
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from logbook.atomic import atomic_open
 from logbook.errors import InputError, UsageError
 from logbook.run import Run
 from replay._runlog import WALL_CLOCK
@@ -25,27 +27,77 @@ RUN_FILE = "run.jsonl"
 _NOT_COMPARED = {*WALL_CLOCK, "line", "source"}
 
 
+SETTINGS_FILE = "recording.json"
+
+
 def record(
     cfg: ReplayConfig, out: str | Path, checkpoint_every: int = 0, name: str | None = None
 ) -> Run:
-    """Train from scratch for ``cfg.train.steps`` steps, writing checkpoints and the run."""
+    """Train from scratch for ``cfg.train.steps`` steps, writing checkpoints and the run.
+
+    ``run.jsonl`` is rewritten (atomically) after every checkpoint, so an interrupted
+    recording holds the run up to its last checkpoint and :func:`resume` continues it."""
     if checkpoint_every < 0:
         raise UsageError("--checkpoint-every must be >= 0")
     root = Path(out)
+    name = name or root.name
+    with atomic_open(root / SETTINGS_FILE, "w") as fh:
+        fh.write(json.dumps({"checkpoint_every": checkpoint_every, "name": name}) + "\n")
+    trainer = Trainer(cfg, Plan(), name=name)
+    return _train(trainer, root, checkpoint_every)
+
+
+def resume(out: str | Path) -> tuple[Run, int]:
+    """Continue an interrupted recording from its last checkpoint that ``run.jsonl``
+    reaches; the finished run is the one an uninterrupted recording gives, bit for bit
+    (wall-clock columns aside). Returns the run and the step it resumed from."""
+    root = Path(out)
+    try:
+        settings = json.loads((root / SETTINGS_FILE).read_text())
+        every, name = int(settings["checkpoint_every"]), str(settings["name"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError(f"{root}: not a recording that can be resumed ({SETTINGS_FILE})") from None
     ckpts = CheckpointDir(root)
-    trainer = Trainer(cfg, Plan(), name=name or root.name)
-    last = cfg.train.steps
+    have = ckpts.steps()
+    if not have:
+        raise InputError(f"{root}: no checkpoint to resume from")
+    logged = Run.read(root / RUN_FILE) if (root / RUN_FILE).exists() else None
+    last_row = int(logged.metrics.get_column("step").max() or 0) if logged else 0
+    start = max((s for s in have if s <= last_row), default=have[0])
+    trainer = trainer_from(ckpts.load(start), Plan(), name=name)
+    if trainer.step >= trainer.cfg.train.steps and logged is not None and last_row >= start:
+        return logged, start  # (finished already)
+    if logged is not None:
+        _restore_log(trainer, logged, start)
+    return _train(trainer, root, every, resumed=True), start
+
+
+def _train(trainer: Trainer, root: Path, checkpoint_every: int, resumed: bool = False) -> Run:
+    ckpts = CheckpointDir(root)
+    last = trainer.cfg.train.steps
 
     def save(tr: Trainer) -> None:
         every = checkpoint_every and tr.step % checkpoint_every == 0
         if tr.step == 0 or every or tr.step == last:
             tr.events.append(ckpts.save(tr.state_dict()))
+            if tr.step != last:
+                tr.to_run().write(root / RUN_FILE)
 
-    save(trainer)
+    if not resumed:
+        save(trainer)
     trainer.run(last, on_step=save)
     run = trainer.to_run()
     run.write(root / RUN_FILE)
     return run
+
+
+def _restore_log(trainer: Trainer, logged: Run, upto: int) -> None:
+    """The step rows and events of ``logged`` up to step ``upto``, back in the trainer
+    (a recording has one segment and no plan: nothing else to restore)."""
+    names = trainer.log.columns()
+    rows = logged.metrics.filter(pl.col("step") <= upto).select(names).rows()
+    trainer.log.rows = [tuple(r) for r in rows]
+    trainer.events = [e for e in logged.events if e.kind == "checkpoint_save" and e.step <= upto]
 
 
 @dataclass

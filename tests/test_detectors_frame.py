@@ -85,3 +85,13 @@ def test_restart_age_counts_records_since_the_last_boundary_of_the_lineage() -> 
     no = _frame.NO_RESTART
     ages = _frame._restart_age(frame).get_column("restart_age").to_list()
     assert ages == [no, no, 0, 1, 2, 0, no, no, 0]
+
+
+def test_a_corrupt_huge_step_costs_no_memory_by_the_step_range() -> None:
+    # one step of 10^12 (a flipped digit) in a run that rewinds: a lookup table over the
+    # step range would ask for about 1 TB
+    steps = [1, 2, 3, 10**12, 4, 2, 3, 4, 5, 2**62]
+    m = pl.DataFrame({"step": steps, "segment": [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]})
+    traj, dropped = _frame.trajectory_rows(m)
+    assert [steps[i] for i in traj] == [1, 2, 3, 4, 5, 10**12, 2**62]
+    assert sorted(dropped.tolist()) == [1, 2, 4]

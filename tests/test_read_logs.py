@@ -166,13 +166,15 @@ def test_parse_prints_one_summary_per_run(monkeypatch, capsys, two_runs):
         "run two_runs.log:",
         "text: 3 records, 1 segment(s), steps 100..300",
         "events: none",
-        "two_runs.log: 3 lines, 3 records, 0 unrecognized",
+        "two_runs.log: 3 lines = 3 record + 0 event + 0 continuation + 0 ignored + 0 unrecognized;"
+        " 3 records",
         "note: read as generic text: step->step, loss->loss, lr->lr",
         "note: run 1 of 2 in this input",
         "run two_runs.log#2:",
         "text: 4 records, 1 segment(s), steps 100..400",
         "events: none",
-        "two_runs.log: 4 lines, 4 records, 0 unrecognized",
+        "two_runs.log (from line 4): 4 lines = 4 record + 0 event + 0 continuation + 0 ignored"
+        " + 0 unrecognized; 4 records",
         "note: read as generic text: step->step, loss->loss, lr->lr",
         "note: run 2 of 2 in this input",
     ]
@@ -229,7 +231,8 @@ def test_run_selects_one(monkeypatch, capsys, two_runs):
     assert out.splitlines() == [
         "text: 4 records, 1 segment(s), steps 100..400",
         "events: none",
-        "two_runs.log: 4 lines, 4 records, 0 unrecognized",
+        "two_runs.log (from line 4): 4 lines = 4 record + 0 event + 0 continuation + 0 ignored"
+        " + 0 unrecognized; 4 records",
         "note: read as generic text: step->step, loss->loss, lr->lr",
         "note: run 2 of 2 in this input",
         "wrote b.jsonl",

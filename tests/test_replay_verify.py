@@ -1,6 +1,7 @@
 """Bitwise replay: checkpoints, resume, and `logbook replay verify`."""
 
 import json
+import re
 import shutil
 
 import polars as pl
@@ -185,3 +186,92 @@ def test_record_cli_with_config_file_and_force(tmp_path):
     assert isinstance(r.exception, UsageError) and "unknown TrainConfig keys ['warp']" in str(
         r.exception
     )
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ({"step": 5, "file": "step_00000005.pt"}, "entry of step 5 has no sha256 hash"),
+        ({"step": 5, "file": "../../outside.pt", "sha256": "0" * 64}, "is not a checkpoint file"),
+        ({"step": 5, "file": "/etc/passwd", "sha256": "0" * 64}, "is not a checkpoint file"),
+        ({"step": "five", "file": "step_5.pt", "sha256": "0" * 64}, "damaged checkpoint index"),
+        ({"step": 2**70, "file": "step_5.pt", "sha256": "0" * 64}, "is not a step number"),
+    ],
+)
+def test_a_bad_index_entry_is_named_and_never_followed_outside(recorded, tmp_path, entry, why):
+    copy = tmp_path / "copy"
+    shutil.copytree(recorded, copy)
+    (copy / "checkpoints" / "index.json").write_text(json.dumps({"checkpoints": [entry]}))
+    with pytest.raises(InputError, match=re.escape(why)):
+        CheckpointDir(copy).load(5)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"model": {"n_head": 0}}, "replay config: model.n_head = 0: must be in [1, 128]"),
+        ({"model": {"n_embd": 65536}}, "replay config: model.n_embd = 65536: must be in [1, 8192]"),
+        ({"model": {"n_embd": "big"}}, "replay config: model.n_embd = 'big': input should be"),
+        ({"train": {"lr": float("nan")}}, "replay config: train.lr = nan: not a number"),
+        ({"train": {"fp16": "yes"}}, "replay config: train.fp16 = 'yes': input should be"),
+        ({"model": {"n_layer": 96, "n_embd": 8192}}, "replay config: a model of 77,312,"),
+        ({"model": {"vocab": 3}}, "unknown ModelConfig keys ['vocab']"),
+    ],
+)
+def test_every_config_value_is_checked_against_its_bounds(config, message):
+    from replay.config import ReplayConfig
+
+    with pytest.raises(UsageError, match=re.escape(message)):
+        ReplayConfig.from_dict(config).check()
+    assert ReplayConfig.from_dict({"model": {"n_embd": "64"}}).check().model.n_embd == 64
+
+
+def test_an_interrupted_recording_resumes_to_the_same_run_bit_for_bit(tmp_path, monkeypatch):
+    from replay import recording
+    from replay.engine import Trainer
+
+    whole = tmp_path / "whole"
+    record(tiny(), whole, checkpoint_every=5)
+    cut = tmp_path / "cut"
+    real_step = Trainer.train_step
+
+    def dies_at_13(self):
+        if self.step == 12:
+            raise KeyboardInterrupt  # (a kill: nothing after this runs)
+        real_step(self)
+
+    monkeypatch.setattr(Trainer, "train_step", dies_at_13)
+    with pytest.raises(KeyboardInterrupt):
+        record(tiny(), cut, checkpoint_every=5)
+    monkeypatch.setattr(Trainer, "train_step", real_step)
+    partial = Run.read(cut / "run.jsonl")  # written at the last checkpoint, step 10
+    assert partial.metrics.get_column("step").to_list() == list(range(1, 11))
+    run, start = recording.resume(cut)
+    assert start == 10
+    a, b = (Run.read(p / "run.jsonl").metrics.drop("step_time_s", "time") for p in (whole, cut))
+    assert a.equals(b)
+    assert CheckpointDir(cut).steps() == CheckpointDir(whole).steps() == [0, 5, 10, 15, 20]
+    # the last checkpoint holds the same state (equal tensors; the serialized bytes may
+    # lay storages out differently)
+    last = [CheckpointDir(p).load(20) for p in (whole, cut)]
+    assert _same_state(last[0], last[1])
+    assert recording.resume(cut)[0].metrics.height == 20  # finished: nothing more to do
+
+
+def test_resume_refuses_a_folder_that_is_no_recording(tmp_path):
+    from replay import recording
+
+    with pytest.raises(InputError, match="not a recording that can be resumed"):
+        recording.resume(tmp_path)
+
+
+def _same_state(x, y) -> bool:
+    import torch
+
+    if isinstance(x, dict):
+        return set(x) == set(y) and all(_same_state(x[k], y[k]) for k in x)
+    if isinstance(x, list | tuple):
+        return len(x) == len(y) and all(_same_state(a, b) for a, b in zip(x, y, strict=True))
+    if isinstance(x, torch.Tensor):
+        return isinstance(y, torch.Tensor) and x.dtype == y.dtype and torch.equal(x, y)
+    return x == y

@@ -4,6 +4,7 @@ each against its expected rows, every line accounted for, and the facts of each 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -51,7 +52,9 @@ def test_fixture_gives_its_expected_rows(log, tmp_path, monkeypatch):
 def test_every_line_is_accounted_for(log):
     parsed, stats = parsers.parse_file(log)
     text = log.read_bytes().decode()
-    assert stats.lines == text.count("\n") + (not text.endswith("\n"))  # \r is no line end
+    # LF, CR LF and a lone CR each end a line
+    breaks = len(re.findall(r"\r\n|\n|\r", text))
+    assert stats.lines == breaks + (not text.endswith(("\n", "\r")))
     assert_lines_accounted(parsed, stats.lines)
 
 
@@ -159,9 +162,10 @@ def test_time_stamps_become_the_time_column(monkeypatch):
     ]
 
 
-def test_every_redrawn_state_is_a_record_of_its_physical_line(monkeypatch):
+def test_every_redrawn_state_is_a_record_of_its_own_line(monkeypatch):
+    # a lone carriage return (a bar redrawn in place) is a line break like a line feed
     m = metrics("tqdm_redraws.log", monkeypatch)
-    assert m.get_column("line").to_list() == [1, 1, 1, 2, 2, 3]
+    assert m.get_column("line").to_list() == [1, 2, 3, 4, 5, 6]
 
 
 def test_units_commas_and_exponents(monkeypatch):

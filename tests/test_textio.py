@@ -36,19 +36,20 @@ def test_crlf_reads_like_lf(tmp_path):
     assert stats.crlf is True and stats.lines == 3
 
 
-def test_carriage_return_inside_a_line_is_kept(tmp_path):
+def test_a_lone_carriage_return_ends_a_line(tmp_path):
+    # LF, CR LF and a lone CR are all line breaks (a CR before CR LF ends an empty line)
     frame, stats = _read(tmp_path, b"a\rb\nc\r\r\n")
-    assert frame["text"].to_list() == ["a\rb", "c\r"]
-    assert stats.crlf is True
+    assert frame["text"].to_list() == ["a", "b", "c", ""]
+    assert (stats.crlf, stats.lone_cr, stats.lines) == (True, 2, 4)
 
 
 def test_no_final_newline(tmp_path):
     frame, stats = _read(tmp_path, b"a\nb")
     assert frame.equals(_frame(["a", "b"]))
     assert stats.no_final_newline is True
-    frame, stats = _read(tmp_path, b"a\nb\r")
+    frame, stats = _read(tmp_path, b"a\nb\r")  # (a last lone CR ends the last line)
     assert frame["text"].to_list() == ["a", "b"]
-    assert stats.no_final_newline is True and stats.crlf is True
+    assert stats.no_final_newline is False and stats.lone_cr == 1
 
 
 def test_blank_lines_keep_numbering(tmp_path):
@@ -254,7 +255,18 @@ def test_a_file_without_line_feeds_is_split_on_carriage_returns():
     )
 
 
-def test_carriage_returns_beside_line_feeds_stay_in_their_line():
+def test_carriage_returns_beside_line_feeds_are_line_breaks_too():
     frame, stats = split_lines(b"a\rb\nc\r\n")
-    assert frame.get_column("text").to_list() == ["a\rb", "c"]
-    assert (stats.cr_only, stats.crlf) == (False, True)
+    assert frame.get_column("text").to_list() == ["a", "b", "c"]
+    assert (stats.cr_only, stats.crlf, stats.lone_cr) == (False, True, 1)
+
+
+def test_sniffing_sees_the_lines_the_reader_reads(tmp_path):
+    from logbook.textio import head_lines
+
+    raw = b"a 1\rb 2\r\nc 3\x0bstill c\u2028\nd 4"
+    p = tmp_path / "x.log"
+    p.write_bytes(raw)
+    frame, _ = split_lines(raw)
+    assert head_lines(p) == frame.get_column("text").to_list()
+    assert head_lines(p)[:2] == ["a 1", "b 2"] and len(head_lines(p)) == 4

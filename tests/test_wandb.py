@@ -121,3 +121,13 @@ def test_text_columns_are_skipped_and_said():
     assert p.metrics.get_column("loss").to_list() == [1.5, 1.25]
     assert p.meta["caveats"][0] == "W&B: 1 column(s) without numbers skipped: media"
     assert "W&B's _step (one per log call) used" in p.meta["caveats"][1]
+
+
+def test_an_export_cut_inside_its_header_is_one_empty_run_with_its_line_counted(tmp_path):
+    raw = (FIXTURES / "chart_two_runs.csv").read_bytes()
+    cut = tmp_path / "cut.csv"
+    cut.write_bytes(raw[: raw.index(b"\n") // 2])
+    runs = parsers.read_logs(str(cut))
+    assert len(runs) == 1 and runs[0].metrics.height == 0
+    st = runs[0].meta.parse[0]
+    assert (st.format, st.lines, st.ignored, st.unrecognized) == ("wandb", 1, 1, 0)

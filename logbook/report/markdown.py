@@ -3,6 +3,8 @@ are PNG files in a folder next to the document, linked by relative path."""
 
 from __future__ import annotations
 
+import re
+
 from logbook.report.blocks import (
     Block,
     Code,
@@ -24,29 +26,47 @@ def to_markdown(doc: Document, figure_dir: str) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def safe(text: str) -> str:
+    """Plain text (run names, notes, log lines) made inert in Markdown: ``&``, ``<``
+    and ``>`` as character references, so that no HTML in a log is ever live."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def cell(text: str) -> str:
-    """Text made safe for one table cell: pipes escaped, line breaks flattened."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    """Text made safe for one table cell: HTML inert, pipes escaped, line breaks
+    flattened."""
+    text = safe(text).replace("\\", "\\\\").replace("|", "\\|")
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+def _fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks in ``lines`` (which could close
+    a shorter one)."""
+    longest = max((len(r) for ln in lines for r in re.findall("`+", ln)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def _block(b: Block, figure_dir: str) -> str:
     if isinstance(b, Heading):
-        return "#" * b.level + " " + b.text
+        return "#" * b.level + " " + safe(b.text)
     if isinstance(b, Para):
-        return f"> **Note:** {b.text}" if b.css == "warn" else b.text
+        text = safe(b.text).replace("\n", " ")
+        return f"> **Note:** {text}" if b.css == "warn" else text
     if isinstance(b, Items):
-        return "\n".join(f"- {i}" for i in b.items)
+        return "\n".join(f"- {safe(i)}" for i in b.items)
     if isinstance(b, KeyValues):
         rows = [f"| {cell(k)} | {cell(v)} |" for k, v in b.pairs]
         return "\n".join(["| | |", "|---|---|", *rows])
     if isinstance(b, TableBlock):
         return table(b.table)
     if isinstance(b, Code):
-        title = f"{b.title}:\n\n" if b.title else ""
-        return title + "```bash\n" + "\n".join(b.lines) + "\n```"
+        title = f"{safe(b.title)}:\n\n" if b.title else ""
+        fence = _fence(b.lines)  # (no HTML is live inside a fence)
+        return title + fence + "bash\n" + "\n".join(b.lines) + "\n" + fence
     if isinstance(b, Image):
         fig = b.figure
-        return f"![{fig.title}]({figure_dir}/{fig.name}.png)\n\n_{fig.caption}_"
+        alt = safe(fig.title).replace("[", "(").replace("]", ")")
+        return f"![{alt}]({figure_dir}/{fig.name}.png)\n\n_{safe(fig.caption)}_"
     raise TypeError(f"unknown block {type(b).__name__}")
 
 

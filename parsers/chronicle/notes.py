@@ -20,6 +20,7 @@ from logbook.parsed import Parsed
 from logbook.run import ParseStats, Run, RunMeta, empty_metrics
 from logbook.schema import EventBase
 from logbook.textio import read_lines
+from parsers.accounting import count_lines
 from parsers.chronicle import parse_chronicle
 
 # a note written this long after the last record (the crash, the requeue) is still placed
@@ -37,13 +38,12 @@ def parse_notes(
         format="chronicle",
         lines=text.lines,
         records=parsed.metrics.height,
-        unrecognized=parsed.unrecognized.len(),
         first_unrecognized=parsed.unrecognized.head(5).to_list(),
         invalid_utf8_lines=len(text.invalid_utf8_lines),
         crlf=text.crlf,
         gzip=text.gzip,
-        ignored=parsed.ignored,
         events=len(parsed.events),
+        **count_lines(parsed, text.lines),
     )
     return parsed, stats
 

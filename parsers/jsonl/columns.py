@@ -97,7 +97,10 @@ def _epoch(v: pl.Expr) -> pl.Expr:
         .when(v >= 1e8)
         .then(v * 1e6)
     )
-    return pl.from_epoch(us.round(0).cast(pl.Int64), time_unit="us").dt.replace_time_zone("UTC")
+    us = pl.when(us.abs() < 2.0**62).then(us)  # a time beyond year 146,000: none
+    return pl.from_epoch(
+        us.round(0).cast(pl.Int64, strict=False), time_unit="us"
+    ).dt.replace_time_zone("UTC")
 
 
 def timestamps(col: pl.Expr, dtype: pl.DataType) -> pl.Expr | None:

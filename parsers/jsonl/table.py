@@ -74,7 +74,7 @@ def _counts(raw: pl.DataFrame, paths: dict[str, str], names: dict[str, str]) -> 
         if values.len() == 0 or not values.str.contains(_COUNT).all():
             continue
         names[col] = snake(key.split("/", 1)[0])
-        out[col] = pl.col(col).str.extract(_COUNT, 1).cast(pl.Float64)
+        out[col] = pl.col(col).str.extract(_COUNT, 1).cast(pl.Float64, strict=False)
     return out
 
 

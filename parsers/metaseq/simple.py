@@ -35,7 +35,7 @@ def find_records(lines: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
     holding a quote or a backslash)."""
     text = pl.col("text")
     rec = lines.filter(text.str.contains(RECORD)).with_columns(
-        text.str.extract(RECORD, 2).cast(pl.Int64).alias("counter"),
+        text.str.extract(RECORD, 2).cast(pl.Int64, strict=False).alias("counter"),
         timestamps(text),
         text.str.extract(RECORD, 3).alias("body"),
     )

@@ -52,6 +52,10 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         return parsed
     kept = m.with_row_index("_i").filter(~pl.col("_i").is_in(gone.implode())).drop("_i")
     dropped = m.height - kept.height
+    # the lines the copies stood on are ignored now, unless a kept record shares one
+    # (records glued onto one line)
+    gone_lines = m.get_column("line").gather(gone).unique()
+    freed = int((~gone_lines.is_in(kept.get_column("line").implode())).sum())
     meta = dict(parsed.meta)
     meta["caveats"] = [*meta.get("caveats", []), f"{dropped} per-rank copies of records dropped"]
     meta["rank_copies"] = meta.get("rank_copies", 0) + dropped
@@ -60,5 +64,5 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         events=parsed.events,
         meta=meta,
         unrecognized=parsed.unrecognized,
-        ignored=parsed.ignored + dropped,
+        ignored=parsed.ignored + freed,
     )

@@ -1,0 +1,80 @@
+"""Fuzzing of every reader: mutated fixtures (byte flips, truncation, lines deleted,
+duplicated or swapped, odd and huge numbers, NaN/inf tokens, empty values, very long
+lines, NUL bytes, byte-order marks, other encodings, CR / CRLF / LF mixed) through
+``logbook parse -o`` and ``logbook detect --json``, each checked for: exit 0, 1 or 2
+only, no internal error, one line on exit 2, at most 10 s for an input of at most 1 MB,
+and a line accounting that adds up.
+
+Deterministic (``derandomize``, no example database). ``LOGBOOK_FUZZ_EXAMPLES`` sets the
+examples per format (default 60, the quick profile CI runs); the long profile is
+``python -m bench.fuzz --examples 10000`` (see bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench._mutations import N_OPS, SEEDS, TIME_LIMIT_S, mutate, run_case, seed_bytes
+
+EXAMPLES = int(os.environ.get("LOGBOOK_FUZZ_EXAMPLES", "60"))
+
+OPS = st.lists(
+    st.tuples(st.integers(0, N_OPS - 1), st.integers(0, 10**6), st.integers(0, 10**6)),
+    min_size=1,
+    max_size=3,
+)
+
+
+@pytest.mark.parametrize("fmt", sorted(SEEDS))
+def test_mutated_inputs_keep_every_invariant(fmt, tmp_path_factory):
+    @settings(
+        max_examples=EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(seed=st.integers(0, len(SEEDS[fmt]) - 1), ops=OPS)
+    def check(seed, ops):
+        work = tmp_path_factory.mktemp("case")
+        assert run_case(fmt, SEEDS[fmt][seed], ops, work) == []
+
+    check()
+
+
+def test_every_seed_is_there_and_read_as_its_format():
+    import parsers
+
+    for fmt, paths in SEEDS.items():
+        for path in paths:
+            assert seed_bytes(path), path
+            if fmt not in ("hf-trainer", "tensorboard"):
+                assert parsers.sniff(path) == fmt, path
+
+
+def test_mutations_are_deterministic_and_change_the_input():
+    data = seed_bytes(SEEDS["megatron"][0])
+    assert mutate(data, [(1, 3, 5)]) == mutate(data, [(1, 3, 5)])
+    assert mutate(data, [(12, 0, 0)]).count(b"\r") == data.count(b"\n")  # all CR
+    assert b"\x00" in mutate(data, [(9, 10, 3)])
+    assert len(mutate(data, [(8, 1, 10)])) > len(data)  # a line repeated 11 times
+
+
+def test_a_broken_invariant_is_reported(tmp_path, monkeypatch):
+    # the checker itself: an internal error and a slow run are both caught
+    from bench import _mutations
+    from logbook import cli_parse
+
+    def boom(*_a, **_k):
+        raise ZeroDivisionError("x")
+
+    monkeypatch.setattr(cli_parse, "summary", boom)
+    problems = _mutations.run_case("text", SEEDS["text"][0], [(2, 0, 0)], tmp_path)
+    assert problems == [
+        "parse: logbook: error: internal error: ZeroDivisionError: x (LOGBOOK_DEBUG=1 shows where)"
+    ]
+    assert TIME_LIMIT_S == 10.0
