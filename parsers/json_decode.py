@@ -58,11 +58,18 @@ def key_places(rows: pl.Series) -> pl.DataFrame:
     return found.select(pl.col("row").cast(pl.Int64), "place", key)
 
 
-def _read(rows: pl.Series, strings: bool) -> pl.DataFrame:
+def _read(rows: pl.Series, strings: bool, exact=None) -> pl.DataFrame:
     """Read whole-object rows; with ``strings`` every value comes back as text (nested
-    values as their JSON), and every key of every row gets a column."""
+    values as their JSON), and every key of every row gets a column. ``exact(key)``:
+    whether a key holds integers that must stay exact (a step): one inferred as float
+    (a value beyond 2^63 among them) is read again as text."""
     if not strings:
-        return pl.read_ndjson(_buffer(rows), infer_schema_length=None)
+        df = pl.read_ndjson(_buffer(rows), infer_schema_length=None)
+        redo = [k for k, t in df.schema.items() if t.is_float() and exact and exact(k)]
+        if redo:
+            over = {k: pl.String for k in redo}
+            df = pl.read_ndjson(_buffer(rows), infer_schema_length=None, schema_overrides=over)
+        return df
     keys = key_names(rows.head(_SAMPLE))
     df = pl.read_ndjson(_buffer(rows), schema={k: pl.String for k in keys})
     # a row with a key the sample did not have holds more "key": pairs than fields read
@@ -108,7 +115,7 @@ def stringify(obj: dict[str, Any]) -> dict[str, str | None]:
 
 
 def decode(
-    payload: pl.Series, original: pl.Series | None = None, strings: bool = False
+    payload: pl.Series, original: pl.Series | None = None, strings: bool = False, exact=None
 ) -> tuple[pl.DataFrame, list[dict[str, Any]], np.ndarray]:
     """Decode each row of ``payload`` (JSON object text).
 
@@ -125,12 +132,12 @@ def decode(
     good_idx = idx.filter(looks)
     good = stripped.filter(looks)
     try:
-        frame = _read(good, strings) if good.len() else pl.DataFrame()
+        frame = _read(good, strings, exact) if good.len() else pl.DataFrame()
     except pl.exceptions.PolarsError:
         whole = _whole_objects(good)
         good_idx, good = good_idx.filter(whole), good.filter(whole)
         try:
-            frame = _read(good, strings) if good.len() else pl.DataFrame()
+            frame = _read(good, strings, exact) if good.len() else pl.DataFrame()
         except pl.exceptions.PolarsError:  # valid rows polars cannot type together
             good_idx, good = good_idx.clear(), good.clear()
             frame = pl.DataFrame()

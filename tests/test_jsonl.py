@@ -160,3 +160,19 @@ def test_bare_fairseq_json_goes_to_metaseq(tmp_path):
     path = tmp_path / "train.log"
     path.write_text('{"epoch": 1, "update": 0.1, "loss": "9.1", "num_updates": "10"}\n')
     assert parsers.sniff(path) == "metaseq"
+
+
+def test_steps_beyond_2_to_the_53_stay_exact(tmp_path):
+    log = tmp_path / "big.jsonl"
+    log.write_text(
+        '{"step": 9007199254740993, "loss": 2.5}\n{"step": 9007199254740995, "loss": 2.4}\n'
+        '{"step": 9223372036854775807, "loss": 2.3}\n{"step": 99999999999999999999999, "loss": 2}\n'
+    )
+    run = parsers.read_log(str(log))
+    assert run.metrics.get_column("step").to_list() == [
+        9007199254740993,
+        9007199254740995,
+        9223372036854775807,
+    ]
+    st = run.meta.parse[0]
+    assert (st.record_lines, st.ignored, st.lines) == (3, 1, 4)  # beyond int64: no step

@@ -94,6 +94,14 @@ def _flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+_EXACT = {snake(a) for a in jc.ALIASES["step"]}
+
+
+def _exact_key(key: str) -> bool:
+    """A key of step numbers: kept exact (a JSON number beyond 2^53 is not a float)."""
+    return snake(key) in _EXACT
+
+
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
     stripped = lines.get_column("text").str.strip_chars(_SPACE)
     blank = stripped.str.len_bytes() == 0
@@ -101,7 +109,9 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     is_obj = stripped.str.starts_with("{") & ~comment
     cand = lines.filter(is_obj).with_columns(stripped.filter(is_obj).alias("text"))
     payload = cand.get_column("text")
-    frame, slow, bad = jd.decode(jd.quote_nonfinite(payload), original=payload)
+    frame, slow, bad = jd.decode(
+        jd.quote_nonfinite(payload), original=payload, exact=_exact_key
+    )
     flat, paths = jc.flatten(frame)
     # lists, booleans and nulls-only hold no metric: drop them before mixing in text rows
     flat = flat.select(c for c, t in flat.schema.items() if t.is_numeric() or t == pl.String)

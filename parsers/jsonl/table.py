@@ -78,6 +78,17 @@ def _counts(raw: pl.DataFrame, paths: dict[str, str], names: dict[str, str]) -> 
     return out
 
 
+def _exact_integer(raw: pl.DataFrame, col: str) -> pl.Expr:
+    """An integer column read without a float in between (exact beyond 2^53; a value
+    beyond int64 is null)."""
+    dtype = raw.schema[col]
+    if dtype.is_integer():
+        return pl.col(col).cast(pl.Int64, strict=False)
+    if dtype == pl.String:
+        return pl.col(col).str.strip_chars().cast(pl.Int64, strict=False)
+    return pl.lit(None, pl.Int64)
+
+
 def _name(sn: str) -> str:
     return f"{sn}_value" if sn in _RESERVED or sn in METRIC_COLUMNS else sn
 
@@ -100,7 +111,10 @@ def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:
         if cols:
             value = pl.coalesce([numbers[c] for c in cols])
             if canon in _INTEGER:
-                value = value.round(0).cast(pl.Int64, strict=False)
+                value = pl.coalesce(
+                    *(_exact_integer(raw, c) for c in cols),
+                    value.round(0).cast(pl.Int64, strict=False),
+                )
             exprs[canon] = value
             used.update(cols)
     for sn, cols in by_snake.items():
