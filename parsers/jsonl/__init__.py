@@ -109,9 +109,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     is_obj = stripped.str.starts_with("{") & ~comment
     cand = lines.filter(is_obj).with_columns(stripped.filter(is_obj).alias("text"))
     payload = cand.get_column("text")
-    frame, slow, bad = jd.decode(
-        jd.quote_nonfinite(payload), original=payload, exact=_exact_key
-    )
+    frame, slow, bad = jd.decode(jd.quote_nonfinite(payload), original=payload, exact=_exact_key)
     flat, paths = jc.flatten(frame)
     # lists, booleans and nulls-only hold no metric: drop them before mixing in text rows
     flat = flat.select(c for c, t in flat.schema.items() if t.is_numeric() or t == pl.String)
