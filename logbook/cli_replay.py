@@ -63,7 +63,7 @@ def _config(path: Path | None, train: dict, model: dict):
     if path is not None:
         try:
             given = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise UsageError(f"--config {path}: not a readable JSON file ({exc})") from None
         if not isinstance(given, dict) or set(given) - {"model", "data", "train"}:
             raise UsageError(f"--config {path}: expected an object with model/data/train")

@@ -185,12 +185,16 @@ def _metrics_ndjson(df: pl.DataFrame) -> bytes:
 
 
 def _free_sentinels(df: pl.DataFrame, floats: list[str]) -> tuple[float, float, float]:
-    """The marker values, after checking that no real value equals one of them."""
-    for v in _SENTINELS:
-        hit = df.select(pl.any_horizontal(pl.col(floats) == v).any()).item()
-        if hit:
-            raise ValueError(f"metric value {v!r} collides with the non-finite marker")
-    return _SENTINELS
+    """Three marker values that no real value equals (the usual ones unless the data
+    holds one of them: then the next free ones)."""
+    candidates = [*_SENTINELS, *(-(7.0 + k / 1000) * 1e-301 for k in range(1, 1000))]
+    free: list[float] = []
+    for v in dict.fromkeys(candidates):
+        if not df.select(pl.any_horizontal(pl.col(floats) == v).any()).item():
+            free.append(v)
+            if len(free) == 3:
+                return free[0], free[1], free[2]
+    raise ValueError("no free marker for non-finite values")  # (1,002 values taken)
 
 
 def _float_text(value: float) -> bytes:
@@ -241,7 +245,7 @@ def run_from_lines(lines: pl.DataFrame, name: str) -> Run:
         raise InputError(f"{name}: not a logbook JSONL file (no header line)")
     try:
         head = json.loads(text[0])
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         raise InputError(f"{name}: not a logbook JSONL file (header is not JSON)") from None
     if (
         not isinstance(head, dict)
@@ -262,8 +266,8 @@ def run_from_lines(lines: pl.DataFrame, name: str) -> Run:
             obj = json.loads(row)
             obj.pop("type", None)
             events.append(event_from_dict(obj))
-        except ValueError as exc:
-            first = str(exc).splitlines()[0]
+        except (ValueError, RecursionError, TypeError, AttributeError) as exc:
+            first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
             raise InputError(f"{name}:{ln}: bad event row ({first})") from None
     meta = {k: v for k, v in head.items() if k not in ("type", "schema", "columns")}
     return Run(metrics=metrics, events=events, meta=_header(meta, name))
@@ -326,8 +330,8 @@ def _read_parquet(path: Path) -> Run:
         head = json.loads(meta[_META_KEY])
         rows = meta.get(_EVENTS_KEY, b"").decode().splitlines()
         events = [event_from_dict(json.loads(x)) for x in rows]
-    except (ValueError, TypeError, AttributeError) as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
         raise InputError(
             f"{path}: damaged logbook header in the Parquet metadata ({first})"
         ) from None

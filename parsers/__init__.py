@@ -18,6 +18,8 @@ import inspect
 from pathlib import Path
 from types import ModuleType
 
+import polars as pl
+
 from logbook.errors import InputError, UsageError
 from logbook.gc_pause import paused_gc
 from logbook.parsed import Parsed
@@ -142,6 +144,7 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
         raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     lines, text = read_lines(path)
     parsed = drop_rank_copies(with_fallback(FORMATS[fmt], lines, str(path)))
+    parsed.metrics = _python_times(parsed.metrics)
     unrec = parsed.unrecognized
     stats = ParseStats(
         file=str(path),
@@ -155,6 +158,15 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
         **count_lines(parsed, text.lines),
     )
     return parsed, stats
+
+
+def _python_times(m: pl.DataFrame) -> pl.DataFrame:
+    """Times outside the years 1-9999 (a damaged stamp) as none: nothing downstream
+    (events, reports) can hold them."""
+    if "time" not in m.columns or not m.schema["time"].is_temporal() or m.height == 0:
+        return m
+    ok = pl.col("time").dt.year().is_between(1, 9999)
+    return m.with_columns(pl.when(ok).then(pl.col("time")).alias("time"))
 
 
 def parse_path(path: str | Path, fmt: str, runs: bool = False) -> list[tuple[Parsed, ParseStats]]:

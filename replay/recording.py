@@ -42,7 +42,8 @@ def record(
     root = Path(out)
     name = name or root.name
     with atomic_open(root / SETTINGS_FILE, "w") as fh:
-        fh.write(json.dumps({"checkpoint_every": checkpoint_every, "name": name}) + "\n")
+        settings = {"checkpoint_every": checkpoint_every, "name": name, "config": cfg.to_dict()}
+        fh.write(json.dumps(settings) + "\n")
     trainer = Trainer(cfg, Plan(), name=name)
     return _train(trainer, root, checkpoint_every)
 
@@ -59,8 +60,11 @@ def resume(out: str | Path) -> tuple[Run, int]:
         raise InputError(f"{root}: not a recording that can be resumed ({SETTINGS_FILE})") from None
     ckpts = CheckpointDir(root)
     have = ckpts.steps()
-    if not have:
-        raise InputError(f"{root}: no checkpoint to resume from")
+    if not have:  # stopped before its first checkpoint: record it from the start
+        if not isinstance(settings.get("config"), dict):
+            raise InputError(f"{root}: no checkpoint to resume from, and no config to start")
+        cfg = ReplayConfig.from_dict(settings["config"]).check()
+        return _train(Trainer(cfg, Plan(), name=name), root, every), 0
     logged = Run.read(root / RUN_FILE) if (root / RUN_FILE).exists() else None
     last_row = int(logged.metrics.get_column("step").max() or 0) if logged else 0
     start = max((s for s in have if s <= last_row), default=have[0])

@@ -78,3 +78,44 @@ def test_a_broken_invariant_is_reported(tmp_path, monkeypatch):
         "parse: logbook: error: internal error: ZeroDivisionError: x (LOGBOOK_DEBUG=1 shows where)"
     ]
     assert TIME_LIMIT_S == 10.0
+
+
+# Mutations the long profile once broke an invariant with (each fixed since): kept as
+# regression cases, whatever the random draws of the profile do.
+FOUND = [
+    ("wandb", "fixtures/wandb/chart_two_runs.csv", [(1, 181439, 8)]),  # cut in the header
+    ("metaseq", "fixtures/metaseq/wrapped_glued.log", [(8, 8801, 169688)]),  # glued copies
+    ("jsonl", "fixtures/jsonl/messy_crlf.jsonl", [(6, 973219, 191059), (6, 552299, 837040)]),
+    (
+        "fairseq-simple",
+        "fixtures/real/fairseq/fairseq_issue2584_two_line_paste_no_timestamp.log",
+        [(5, 390092, 450818), (13, 321150, 995883), (7, 946078, 168056)],
+    ),  # Arabic-Indic digits as a step
+    ("logbook", "fixtures/text/two_runs.expected.jsonl", [(0, 852631, 930395)]),
+    (
+        "logbook",
+        "fixtures/text/two_runs.expected.jsonl",
+        [(10, 335333, 127521), (5, 411809, 415094), (3, 397978, 726539)],
+    ),
+    ("chronicle", "fixtures/chronicle/excerpt.md", [(7, 471664, 396250)]),
+    (
+        "metaseq",
+        "fixtures/metaseq/wrapped_glued.log",
+        [(8, 831271, 808233), (6, 135929, 442416), (2, 142337, 623685)],
+    ),  # year 0
+    (
+        "hf-trainer",
+        "fixtures/hf_trainer/rewind/checkpoint-4/trainer_state.json",
+        [(6, 563044, 616037), (8, 285040, 965131)],
+    ),
+    (
+        "fairseq-simple",
+        "fixtures/real/fairseq/fairseq_issue1678_huge_loss_overflow_keyerror_crash.log",
+        [(3, 189956, 108514), (6, 400653, 529564)],
+    ),
+]
+
+
+@pytest.mark.parametrize(("fmt", "path", "ops"), FOUND, ids=lambda x: str(x)[:40])
+def test_mutations_found_before_keep_every_invariant(fmt, path, ops, tmp_path):
+    assert run_case(fmt, path, ops, tmp_path) == []

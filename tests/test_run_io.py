@@ -1,3 +1,4 @@
+import math
 from datetime import UTC, datetime
 
 import polars as pl
@@ -87,3 +88,13 @@ def test_bad_event_row_names_its_line(tmp_path):
         fh.write('{"type": "event", "kind": "restart", "bogus": 1}\n')
     with pytest.raises(InputError, match=r"run.jsonl:10: bad event row"):
         Run.read(path)
+
+
+def test_a_value_equal_to_the_nan_marker_round_trips_beside_nan(tmp_path):
+    m = pl.DataFrame(
+        {"step": [1, 2, 3], "segment": [0, 0, 0], "loss": [-7.77e-301, float("nan"), -7.71e-301]}
+    )
+    out = tmp_path / "x.jsonl"
+    Run(metrics=m).write(out)
+    back = Run.read(out).metrics.get_column("loss").to_list()
+    assert back[0] == -7.77e-301 and math.isnan(back[1]) and back[2] == -7.71e-301

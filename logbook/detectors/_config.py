@@ -40,7 +40,7 @@ def read_config_file(path: str | Path) -> dict[str, dict[str, Any]]:
         raise UsageError(f"config {p}: cannot read ({exc.strerror or exc})") from None
     try:
         data = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as exc:
+    except (ValueError, RecursionError, tomllib.TOMLDecodeError) as exc:
         first = str(exc).splitlines()[0]
         raise UsageError(
             f"config {p}: not valid {'JSON' if p.suffix == '.json' else 'TOML'} ({first})"

@@ -46,8 +46,9 @@ def load(lines: pl.DataFrame, name: str) -> State:
     text = "\n".join(lines.get_column("text").to_list())
     try:
         data = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"{name}: not a readable trainer_state.json ({exc})") from None
+    except (ValueError, RecursionError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{name}: not a readable trainer_state.json ({why[:200]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("log_history"), list):
         raise InputError(f"{name}: not a trainer_state.json (no log_history list)")
     rows = [r for r in data["log_history"] if isinstance(r, dict)]

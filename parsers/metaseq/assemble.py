@@ -69,7 +69,10 @@ def assemble(
     records = Records(rec_lines, _column(metrics, "step"), _column(metrics, "loss_scale"))
     reader = EventReader(name, records)
     events = list(found.events)
-    for line, text, time in event_rows.select("line", "text", "time").iter_rows():
+    # (a time Python cannot hold, year 0 or beyond 9999, from a damaged stamp: none)
+    time_ok = pl.col("time").dt.year().is_between(1, 9999)
+    rows = event_rows.select("line", "text", pl.when(time_ok).then(pl.col("time")).alias("time"))
+    for line, text, time in rows.iter_rows():
         events += reader.read(line, text, time)
     events += reader.finish()
     events.sort(key=lambda e: e.source.line if e.source and e.source.line else 0)

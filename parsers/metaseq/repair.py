@@ -33,7 +33,7 @@ _TIME = re.compile(TIMESTAMP)
 def _obj(text: str) -> dict[str, Any] | None:
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -44,7 +44,10 @@ def _time(text: str) -> datetime | None:
         return None
     stamp = found[-1].replace("T", " ").replace(",", ".")
     fmt = "%Y-%m-%d %H:%M:%S.%f" if "." in stamp else "%Y-%m-%d %H:%M:%S"
-    return datetime.strptime(stamp, fmt).replace(tzinfo=UTC)
+    try:
+        return datetime.strptime(stamp, fmt).replace(tzinfo=UTC)
+    except ValueError:  # (a date that does not exist: year 0, month 13)
+        return None
 
 
 def _glued(text: str) -> list[dict[str, Any]] | None:
