@@ -254,12 +254,13 @@ def _line_ends(data: np.ndarray, stats: TextStats) -> np.ndarray:
     hits = _find(data, lambda chunk: chunk == 10)
     if _has_cr(data):
         crs = _find(data, lambda chunk: chunk == 13)
-        paired = np.isin(crs + 1, hits, assume_unique=True)  # the CR of a CR LF pair
+        nxt = np.minimum(crs + 1, data.size - 1)
+        paired = (crs + 1 < data.size) & (data[nxt] == 10)  # the CR of a CR LF pair
         lone = crs[~paired]
         if lone.size:
             stats.cr_only = hits.size == 0
             stats.lone_cr = int(lone.size)
-            hits = np.union1d(hits, lone)
+            hits = np.sort(np.concatenate([hits, lone]), kind="stable")
     stats.no_final_newline = bool(data[-1] not in (10, 13))
     if stats.no_final_newline:
         hits = np.append(hits, data.size)

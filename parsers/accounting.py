@@ -48,7 +48,7 @@ def count_lines(
     unrec = _inside(parsed.unrecognized, lo, hi)
     ev_lines = [e.source.line for e in parsed.events if e.source and e.source.line]
     ev = _inside(pl.Series(ev_lines, dtype=pl.Int64), lo, hi)
-    ev = np.setdiff1d(ev, np.union1d(rec, unrec), assume_unique=True)
+    ev = ev[~(_member(ev, rec) | _member(ev, unrec))]
     used = rec.size + ev.size + unrec.size
     rest = span - used - ign
     over = max(0, -rest)
@@ -63,9 +63,20 @@ def count_lines(
 
 
 def _inside(col: pl.Series, lo: int, hi: int) -> np.ndarray:
-    """The distinct line numbers of ``col`` within ``lo..hi``, sorted."""
+    """The distinct line numbers of ``col`` within ``lo..hi``, sorted (by a sort and a
+    neighbour comparison: O(n) for the sorted lines records come in)."""
     if col.len() == 0:
         return np.empty(0, np.int64)
     vals = col.cast(pl.Int64, strict=False).drop_nulls()
-    vals = vals.filter((vals >= lo) & (vals <= hi))
-    return np.unique(vals.to_numpy())
+    v = vals.filter((vals >= lo) & (vals <= hi)).to_numpy()
+    if v.size > 1 and not bool(np.all(v[1:] >= v[:-1])):
+        v = np.sort(v, kind="stable")
+    return v[np.r_[True, v[1:] != v[:-1]]] if v.size else v
+
+
+def _member(x: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Whether each of ``x`` is in ``sorted_set`` (sorted, distinct)."""
+    if not sorted_set.size or not x.size:
+        return np.zeros(x.size, dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, x), sorted_set.size - 1)
+    return sorted_set[at] == x

@@ -197,8 +197,12 @@ def trajectory_rows(metrics: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     # found in O(n); only the rows sharing their steps are sorted
     later_min = np.r_[np.minimum.accumulate(step[::-1])[::-1][1:], np.iinfo(np.int64).max]
     cand = np.flatnonzero(later_min <= step)
-    # (sorted search, not a lookup table: that would take memory by the step range)
-    rel = np.flatnonzero(np.isin(step, np.unique(step[cand]), kind="sort"))
+    # (a binary search in the few shared steps, not a lookup table over the step range)
+    shared = np.sort(step[cand])
+    if not shared.size:
+        return every, every[:0]
+    at = np.minimum(np.searchsorted(shared, step), shared.size - 1)
+    rel = np.flatnonzero(shared[at] == step)
     order = np.lexsort((rel, step[rel]))  # by step, then row (= launch) order
     ordered = step[rel][order]
     drop = np.sort(rel[order[np.r_[ordered[1:] == ordered[:-1], False]]])
