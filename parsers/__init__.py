@@ -52,6 +52,7 @@ from parsers import (
     wandb,
 )
 from parsers.accounting import count_lines
+from parsers.columns import python_time
 from parsers.reader.copies import drop_rank_copies
 from parsers.reader.fallback import with_fallback
 
@@ -161,12 +162,10 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
 
 
 def _python_times(m: pl.DataFrame) -> pl.DataFrame:
-    """Times outside the years 1-9999 (a damaged stamp) as none: nothing downstream
-    (events, reports) can hold them."""
+    """The metrics with times Python cannot hold as none (see ``python_time``)."""
     if "time" not in m.columns or not m.schema["time"].is_temporal() or m.height == 0:
         return m
-    ok = pl.col("time").dt.year().is_between(1, 9999)
-    return m.with_columns(pl.when(ok).then(pl.col("time")).alias("time"))
+    return m.with_columns(python_time())
 
 
 def parse_path(path: str | Path, fmt: str, runs: bool = False) -> list[tuple[Parsed, ParseStats]]:

@@ -48,3 +48,9 @@ def table_columns(path: Path) -> list[str] | None:
     except (OSError, ValueError):
         return None
     return None if b"logbook" in meta else list(schema.names)
+
+
+def python_time(col: str = "time") -> pl.Expr:
+    """Column ``col`` with times outside the years 1-9999 (a damaged stamp) as none:
+    nothing downstream (events, reports) can hold them."""
+    return pl.when(pl.col(col).dt.year().is_between(1, 9999)).then(pl.col(col)).alias(col)

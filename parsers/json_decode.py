@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,9 @@ ROW = "_row"  # position of the decoded object in the input series
 _SAMPLE = 1000
 _KEY = r'"((?:[^"\\]|\\.)*)"\s*:'
 _NONFINITE = r"([:\[,]\s*)(-?Infinity|NaN)(\s*[,}\]])"
+
+
+ExactKey = Callable[[str], bool] | None  # keys whose integers must stay exact
 
 
 def quote_nonfinite(text: pl.Series) -> pl.Series:
@@ -58,7 +62,7 @@ def key_places(rows: pl.Series) -> pl.DataFrame:
     return found.select(pl.col("row").cast(pl.Int64), "place", key)
 
 
-def _read(rows: pl.Series, strings: bool, exact=None) -> pl.DataFrame:
+def _read(rows: pl.Series, strings: bool, exact: ExactKey = None) -> pl.DataFrame:
     """Read whole-object rows; with ``strings`` every value comes back as text (nested
     values as their JSON), and every key of every row gets a column. ``exact(key)``:
     whether a key holds integers that must stay exact (a step): one inferred as float
@@ -115,7 +119,10 @@ def stringify(obj: dict[str, Any]) -> dict[str, str | None]:
 
 
 def decode(
-    payload: pl.Series, original: pl.Series | None = None, strings: bool = False, exact=None
+    payload: pl.Series,
+    original: pl.Series | None = None,
+    strings: bool = False,
+    exact: ExactKey = None,
 ) -> tuple[pl.DataFrame, list[dict[str, Any]], np.ndarray]:
     """Decode each row of ``payload`` (JSON object text).
 

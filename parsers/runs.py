@@ -16,7 +16,7 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.run import ParseStats
-from parsers.accounting import count_lines
+from parsers.accounting import Counts, count_lines
 
 _LAUNCH = ("restart",)
 
@@ -136,16 +136,7 @@ def by_run_column(part: Parsed, stats: ParseStats) -> list[tuple[Parsed, ParseSt
         )
         update: dict = {"records": m.height}
         if k:  # the lines were counted with the first run
-            update.update(
-                lines=0,
-                record_lines=0,
-                event_lines=0,
-                continuation_lines=0,
-                ignored=0,
-                unrecognized=0,
-                first_unrecognized=[],
-                overcounted=0,
-            )
+            update.update(dict.fromkeys(Counts.__annotations__, 0), lines=0, first_unrecognized=[])
         st = stats.model_copy(update=update)
         out.append((block, st))
     return out

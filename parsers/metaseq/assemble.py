@@ -14,7 +14,7 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.schema import EventBase
-from parsers.columns import with_core
+from parsers.columns import python_time, with_core
 from parsers.metaseq import lines as ml
 from parsers.metaseq.columns import units
 from parsers.metaseq.events import EventReader, Records
@@ -69,9 +69,7 @@ def assemble(
     records = Records(rec_lines, _column(metrics, "step"), _column(metrics, "loss_scale"))
     reader = EventReader(name, records)
     events = list(found.events)
-    # (a time Python cannot hold, year 0 or beyond 9999, from a damaged stamp: none)
-    time_ok = pl.col("time").dt.year().is_between(1, 9999)
-    rows = event_rows.select("line", "text", pl.when(time_ok).then(pl.col("time")).alias("time"))
+    rows = event_rows.select("line", "text", python_time())
     for line, text, time in rows.iter_rows():
         events += reader.read(line, text, time)
     events += reader.finish()
