@@ -11,9 +11,30 @@ import os
 import signal
 import sys
 
-import typer
+# polars' allocator (jemalloc) reads its settings once, when polars loads, from this
+# variable. Its default keeps freed memory for 10 s: a command that reads a large log
+# block by block would hold on to every block it has let go. A quarter of a second
+# gives it back as it goes, at no measured cost in speed. Not over a user's own setting,
+# and not passed on to child processes.
+_ALLOCATOR = "_RJEM_MALLOC_CONF"
+_RELEASE = "dirty_decay_ms:250,muzzy_decay_ms:0"
 
-from logbook.errors import LogbookError
+
+def _prompt_release() -> None:
+    if "polars" in sys.modules or _ALLOCATOR in os.environ:
+        return
+    os.environ[_ALLOCATOR] = _RELEASE
+    try:
+        import polars  # noqa: F401
+    finally:
+        del os.environ[_ALLOCATOR]
+
+
+_prompt_release()
+
+import typer  # noqa: E402
+
+from logbook.errors import LogbookError  # noqa: E402
 
 app = typer.Typer(
     name="logbook",

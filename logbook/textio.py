@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from logbook.errors import InputError
 
-_BINARY_PROBE = 65536
+BINARY_PROBE = 65536
 _SCAN_CHUNK = 1 << 22  # bytes compared at a time, so temporaries stay small
 _THREADS = 2  # threads that read and scan a large file side by side
 _READ_SLICE = 1 << 24  # bytes one reader thread asks for at a time
@@ -210,9 +210,16 @@ def check_text(raw: bytes | np.ndarray, name: str) -> None:
         data[i : i + _SCAN_CHUNK].tobytes().isspace() for i in range(0, data.nbytes, _SCAN_CHUNK)
     ):
         raise InputError(f"{name}: file is empty")
-    nul = data[:_BINARY_PROBE].tobytes().find(b"\x00")
+    check_binary(data, name)
+
+
+def check_binary(raw: bytes | np.ndarray | memoryview, name: str, offset: int = 0) -> None:
+    """Refuse input with a NUL byte in its first 64 KiB (``raw`` starting at byte
+    ``offset`` of the input)."""
+    probe = memoryview(raw).cast("B")[: max(0, BINARY_PROBE - offset)].tobytes()
+    nul = probe.find(b"\x00")
     if nul >= 0:
-        raise InputError(f"{name}: not a text log (binary data at byte {nul})")
+        raise InputError(f"{name}: not a text log (binary data at byte {offset + nul})")
 
 
 def split_lines(raw: bytes | np.ndarray) -> tuple[pl.DataFrame, TextStats]:

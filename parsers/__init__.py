@@ -20,6 +20,7 @@ from types import ModuleType
 
 import polars as pl
 
+from logbook.blocks import LineBlocks, streamable
 from logbook.errors import InputError, UsageError
 from logbook.gc_pause import paused_gc
 from logbook.parsed import Parsed
@@ -143,8 +144,15 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
     fmt = fmt or sniff(path)
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    lines, text = read_lines(path)
-    parsed = drop_rank_copies(with_fallback(FORMATS[fmt], lines, str(path)))
+    mod = FORMATS[fmt]
+    if getattr(mod, "STREAMS", False) and streamable(path):
+        # a large file, in a format read line by line: in blocks, in bounded memory
+        blocks = LineBlocks(path)
+        parsed = drop_rank_copies(mod.parse(blocks, str(path)))
+        text = blocks.stats
+    else:
+        lines, text = read_lines(path)
+        parsed = drop_rank_copies(with_fallback(mod, lines, str(path)))
     parsed.metrics = _python_times(parsed.metrics)
     unrec = parsed.unrecognized
     stats = ParseStats(

@@ -26,6 +26,7 @@ MAPS = (
     "step/steps->step, loss->loss, lr (first group)->lr, skipped->skipped; OVERFLOW!->overflow_skip"
 )
 SNIFF_MAX = 70
+STREAMS = True  # each line read on its own: a large file is read in blocks
 MARK = re.compile(
     r"\[Rank \d+\] step=\d+, skipped=|\[deepspeed\] OVERFLOW|"
     r"DeepSpeedEngine|\[logging\.py:\d+:log_dist\]"

@@ -25,6 +25,7 @@ MAPS = (
     " lr/learning_rate->lr; other keys in snake_case"
 )
 SNIFF_MAX = 85
+STREAMS = True  # each line read on its own: a large file is read in blocks
 MARK = re.compile(r"(?:^|[\s\]])DLL \d{4}-\d{2}-\d{2}")
 SPEC = Spec(
     rewrite=(

@@ -21,6 +21,7 @@ MAPS = (
     " 'step N: train loss, val loss'->validation"
 )
 SNIFF_MAX = 85
+STREAMS = True  # each line read on its own: a large file is read in blocks
 MARK = re.compile("^\\s*\\d+ \\| loss [-+\\d.naif]+ \\| lr ")
 SPEC = Spec()
 

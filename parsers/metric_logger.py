@@ -26,6 +26,7 @@ MAPS = (
     " time->step_time_s, data, max mem kept"
 )
 SNIFF_MAX = 85
+STREAMS = True  # each line read on its own: a large file is read in blocks
 MARK = re.compile(
     r"\[\s*\d+/\d+\]\s+eta:|"
     r"Epoch: \[\d+\]\s+\[\s*\d+/\d+\]|Train: \[\s*\d+\]\s+\[\s*\d+/\d+\]"

@@ -25,6 +25,7 @@ MAPS = (
     " It/sec, Tokens/sec, Peak mem (GB) kept"
 )
 SNIFF_MAX = 85
+STREAMS = True  # each line read on its own: a large file is read in blocks
 MARK = re.compile("Iter \\d+: (?:Train|Val) loss")
 SPEC = Spec(primary=r"^(?:<time> )?Iter #: ")  # debug lines shaped like records are not
 

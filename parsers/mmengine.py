@@ -32,6 +32,7 @@ MAPS = (
     " kept"
 )
 SNIFF_MAX = 85
+STREAMS = True  # each line read on its own: a large file is read in blocks
 MARK = re.compile(
     r"Iter\((?:train|val|test)\)|Epoch\((?:train|"
     r"val|test)\)|- mmengine - |Epoch \[\d+\]\[\s*\d+/\d+\]"

@@ -25,6 +25,7 @@ MAPS = (
     " consumed_samples->samples; other keys in snake_case"
 )
 SNIFF_MAX = 85
+STREAMS = True  # each line read on its own: a large file is read in blocks
 MARK = re.compile(
     r"reduced_train_loss|train_step_timing|\[NeMo [IWE] |"
     r"nemo_automodel|^(?:INFO:root:)?step \d+ \| epoch \d+ \| loss "

@@ -25,6 +25,7 @@ MAPS = (
     " snake_case"
 )
 SNIFF_MAX = 85
+STREAMS = True  # each line read on its own: a large file is read in blocks
 MARK = re.compile("\\[step=\\d+/\\d+")
 SPEC = Spec(
     aliases={

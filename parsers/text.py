@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
 from parsers import reader
 
@@ -21,6 +22,7 @@ MAPS = (
     "step_time_s, ...); other keys kept in snake_case; units (ms, s, %, k) applied"
 )
 SNIFF_MAX = 20
+STREAMS = True  # each line read on its own: a large file is read in blocks
 
 
 def sniff(head: list[str]) -> int:
@@ -29,7 +31,7 @@ def sniff(head: list[str]) -> int:
     return 20 if n >= 2 else 10 if n == 1 else 0
 
 
-def parse(lines: pl.DataFrame, name: str) -> Parsed:
+def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:
     parsed = reader.read(lines, name)
     mapping = parsed.meta.get("columns_from", {})
     if mapping:

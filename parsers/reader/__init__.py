@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
 
 
@@ -43,8 +44,9 @@ class Spec:
 DEFAULT = Spec()
 
 
-def read(lines: pl.DataFrame, name: str, spec: Spec = DEFAULT) -> Parsed:
-    """The records and events of one text log (``lines``: the frame of physical lines)."""
+def read(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec = DEFAULT) -> Parsed:
+    """The records and events of one text log (``lines``: the frame of physical lines,
+    or the blocks of a large file)."""
     from parsers.reader.extract import read_frame
 
     return read_frame(lines, name, spec)

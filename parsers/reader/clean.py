@@ -77,18 +77,27 @@ def stamp_times(stamps: pl.Series) -> pl.Series:
 _BAR_STARTS = (r"Epoch \d+: *:? *\d{1,3}%\|", r"\d{1,3}%\|")
 
 
-def redraws(lines: pl.DataFrame) -> pl.DataFrame:
+def bar_counts(text: pl.Series) -> tuple[int, ...]:
+    """For each way a progress bar starts, the most times it starts on one line."""
+    return tuple(int(text.str.count_matches(start).max() or 0) for start in _BAR_STARTS)
+
+
+def glued_start(counts: tuple[int, ...]) -> str | None:
+    """The bar start that splits glued redraws: the first seen twice on one line."""
+    return next((s for s, n in zip(_BAR_STARTS, counts, strict=True) if n >= 2), None)
+
+
+def redraws(lines: pl.DataFrame, glued: str | None | bool = True) -> pl.DataFrame:
     """Lines with progress-bar redraws (carriage returns, or bars glued one after the
-    other) as one row per drawn state, each with the physical line's number."""
+    other) as one row per drawn state, each with the physical line's number. ``glued``:
+    the bar start to split glued redraws at (None: none), True to find it in these
+    lines (a file read in blocks finds it over the whole file)."""
     text = lines.get_column("text")
+    start = glued_start(bar_counts(text)) if glued is True else glued
     split = pl.col("text")
-    glued = False
-    for start in _BAR_STARTS:
-        if (text.str.count_matches(start).max() or 0) >= 2:
-            split = split.str.replace_all(f"(\\S[ ,]*)({start})", "$1\r$2")
-            glued = True
-            break
-    if not (glued or text.str.contains("\r", literal=True).any()):
+    if start is not None:
+        split = split.str.replace_all(f"(\\S[ ,]*)({start})", "$1\r$2")
+    if not (start is not None or text.str.contains("\r", literal=True).any()):
         return lines
     out = lines.with_columns(split.str.split("\r")).explode("text")
     first = pl.int_range(pl.len()).over("line") == 0

@@ -6,11 +6,20 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
 from logbook.schema import EventBase, Source, Validation
 from parsers.reader import Spec, events
 from parsers.reader.numbers import NUMBER_RE
-from parsers.reader.records import dedupe, in_epochs, numbered, records_of
+from parsers.reader.passes import two_passes
+from parsers.reader.records import (
+    dedupe,
+    finished,
+    in_epochs,
+    logging_steps,
+    numbered,
+    template_records,
+)
 from parsers.reader.shapes import prepared, templates_of, with_kinds
 from parsers.reader.templates import Template
 
@@ -18,11 +27,17 @@ COMMENT = r"^#(?:\s|$|-{3,})|^\[\.\.\.\]$|^\(\.\.\.\)$|^\.\.\.$"
 _EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
 
 
-def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
-    df = prepared(lines, spec)
-    temps = templates_of(df, spec)
-    df = with_kinds(df, temps)
-    records, continued = records_of(df, temps, spec)
+def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parsed:
+    """The records, events and line account of a file (its frame of lines, or its
+    blocks: see :mod:`.passes`)."""
+    if isinstance(lines, LineBlocks):
+        df, temps, frames, stated = two_passes(lines, spec)
+    else:
+        df = prepared(lines, spec)
+        temps = templates_of(df, spec)
+        df = with_kinds(df, temps)
+        frames, stated = template_records(df, temps, spec), None
+    records, continued = finished(frames, df, temps)
     records, epoch_lines = in_epochs(records, df)
     continued = pl.concat([continued, epoch_lines])
     found = records.get_column("line")
@@ -35,7 +50,8 @@ def read_frame(lines: pl.DataFrame, name: str, spec: Spec) -> Parsed:
     if copies:
         meta["caveats"] = [f"{copies} per-rank copies or redraws of records dropped"]
     if records.height and records.get_column("step").null_count() == records.height:
-        records, twins = numbered(records, df, meta)
+        stated = stated if isinstance(lines, LineBlocks) else logging_steps(df)
+        records, twins = numbered(records, stated, meta)
         copies += twins
     taken = pl.concat([found, continued])
     df = df.with_columns(pl.col("line").is_in(taken.implode()).alias("taken"))

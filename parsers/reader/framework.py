@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import polars as pl
 
+from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
 from parsers.reader import Spec, read, sniff_records
 
@@ -24,14 +25,14 @@ def sniff_marked(head: list[str], mark: re.Pattern[str], spec: Spec, score: int)
 
 def reader_format(
     mark: re.Pattern[str], spec: Spec, score: int
-) -> tuple[Callable[[list[str]], int], Callable[[pl.DataFrame, str], Parsed]]:
+) -> tuple[Callable[[list[str]], int], Callable[[pl.DataFrame | LineBlocks, str], Parsed]]:
     """The ``sniff`` and ``parse`` of a format that is the reader with ``spec``, known
     by ``mark`` (see :func:`sniff_marked`)."""
 
     def sniff(head: list[str]) -> int:
         return sniff_marked(head, mark, spec, score)
 
-    def parse(lines: pl.DataFrame, name: str) -> Parsed:
+    def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:
         return read(lines, name, spec)
 
     sniff.__doc__ = f"{score} with a line of this framework's and a record, {score - 10} alone."

@@ -17,29 +17,51 @@ from parsers.reader.templates import Template
 _LOGGING_STEPS = r"logging_steps[\"']?\s*[=:]?\s*(\d+)\b"
 
 
-def records_of(
-    df: pl.DataFrame, temps: dict[str, Template], spec: Spec
-) -> tuple[pl.DataFrame, pl.Series]:
-    """The records of every record template, and the lines that hold the rest of a
-    record spread over several lines."""
+def template_records(
+    df: pl.DataFrame,
+    temps: dict[str, Template],
+    spec: Spec,
+    firsts: dict[str, str] | None = None,
+) -> list[pl.DataFrame]:
+    """The records of the record-template lines of ``df``, a frame per template
+    (``firsts``: the body of each shape's first line in the file, when ``df`` is a
+    part of it; else its first line in ``df``)."""
     rows = df.filter(pl.col("kind") == "record")
+    if not rows.height:
+        return []
+    ids = {shape: k for k, shape in enumerate(temps)}
     frames = []
-    if rows.height:
-        nums = pl.col("body").str.extract_all(NUMBER).alias("nums")
-        parts = rows.partition_by("shape", as_dict=True, maintain_order=True)
-        for k, (shape, sub) in enumerate(parts.items()):
-            t = temps[str(shape[0])]
-            base = _base(sub, t, spec)
-            # the values of a slice are read, typed, and let go before the next slice
-            one = lambda part, t=t, k=k, b=base: _extract(part.with_columns(nums), t, spec, k, b)  # noqa: E731
-            frames.append(by_slices(sub, one))
+    nums = pl.col("body").str.extract_all(NUMBER).alias("nums")
+    parts = rows.partition_by("shape", as_dict=True, maintain_order=True)
+    for shape, sub in parts.items():
+        name = str(shape[0])
+        t, k = temps[name], ids[name]
+        first = firsts[name] if firsts is not None else sub.get_column("body")[0]
+        base = _base(first, t, spec)
+        # the values of a slice are read, typed, and let go before the next slice
+        one = lambda part, t=t, k=k, b=base: _extract(part.with_columns(nums), t, spec, k, b)  # noqa: E731
+        frames.append(by_slices(sub, one))
+    return frames
+
+
+def finished(
+    frames: list[pl.DataFrame], df: pl.DataFrame, temps: dict[str, Template]
+) -> tuple[pl.DataFrame, pl.Series]:
+    """The template records (``frames``, emptied: their memory goes to the result)
+    with the records spread over several lines of ``df``, in line order and typed; and
+    the lines that hold the rest of those."""
     multi, continued = _multiline(df, temps)
     if multi is not None:
         frames.append(multi)
     if not frames:
         return _empty(), continued
-    out = pl.concat(frames, how="diagonal_relaxed").sort("line")
-    return _per_epoch(_typed(out)), continued
+    out = pl.concat(frames, how="diagonal_relaxed", rechunk=False)
+    frames.clear()
+    for name in out.columns:  # one column copied at a time, its pieces let go at once
+        out.replace_column(out.get_column_index(name), out.get_column(name).rechunk())
+    if not out.get_column("line").is_sorted():
+        out = out.sort("line", maintain_order=True)
+    return _per_epoch(typed(out)), continued
 
 
 def _per_epoch(out: pl.DataFrame) -> pl.DataFrame:
@@ -125,30 +147,36 @@ def first_epoch(epoch: float | None) -> int:
     return 1 if epoch == 1 else 0
 
 
-def _base(sub: pl.DataFrame, t: Template, spec: Spec) -> int:
+def _base(first: str, t: Template, spec: Spec) -> int:
     """The number of a file's first epoch: the framework's, else 1 where its first
-    record is of epoch 1 (``Epoch [1/10]``), else 0."""
+    record (``first``: its body) is of epoch 1 (``Epoch [1/10]``), else 0."""
     if spec.epoch_base is not None:
         return spec.epoch_base
     f = next((f for f in t.fields if f.role == "epoch"), None)
-    if f is None or sub.height == 0:
+    if f is None:
         return 0
-    nums = NUMBER_RE.findall(sub.get_column("body")[0])
+    nums = NUMBER_RE.findall(first)
     token = nums[f.index].replace(",", "") if f.index < len(nums) else ""
     return first_epoch(float(token) if token.isdigit() else None)  # ``001`` is 1 too
 
 
-def _typed(out: pl.DataFrame) -> pl.DataFrame:
+def typed(out: pl.DataFrame) -> pl.DataFrame:
+    """Records with a ``step`` column and their ``stamp`` read into ``time`` (kept where
+    a part's stamps were read already)."""
     if "step" not in out.columns:
         out = out.with_columns(pl.lit(None, pl.Int64).alias("step"))
+    if "stamp" not in out.columns:  # (parts typed already: ``time`` last, as it comes)
+        return out.select(pl.exclude("time"), "time") if "time" in out.columns else out
     stamps = out.get_column("stamp")
-    time = stamp_times(stamps) if stamps.null_count() < len(stamps) else None
-    out = out.drop("stamp")
-    if time is not None:
-        out = out.with_columns(time)
+    if stamps.null_count() < len(stamps):
+        time = stamp_times(stamps)
     else:
-        out = out.with_columns(pl.lit(None, pl.Datetime("us", "UTC")).alias("time"))
-    return out
+        time = pl.repeat(None, len(stamps), dtype=pl.Datetime("us", "UTC"), eager=True)
+    out = out.drop("stamp")
+    if "time" in out.columns:
+        time = out.select(pl.coalesce("time", time.alias("_t"))).to_series()
+        out = out.drop("time")
+    return out.with_columns(time.alias("time"))
 
 
 def _multiline(
@@ -159,7 +187,9 @@ def _multiline(
     none = pl.Series("line", [], pl.Int64)
     if not (df.get_column("kind") == "header").any():
         return None, none
-    body = df.filter(pl.col("body") != "").select("line", "kind", "body", "shape", "stamp")
+    # (a line of a file read in blocks whose body was let go is a record's: not empty)
+    body = df.filter((pl.col("body") != "").fill_null(True))
+    body = body.select("line", "kind", "body", "shape", "stamp")
     body = body.with_columns((pl.col("kind") != "pair").fill_null(True).cum_sum().alias("block"))
     heads = body.filter(pl.col("kind") == "header")
     pairs = body.filter(pl.col("kind") == "pair").join(
@@ -214,19 +244,26 @@ def dedupe(records: pl.DataFrame, marks: pl.Series) -> tuple[pl.DataFrame, int]:
     )
     # the last of the copies stays: a progress bar redrawn at one step ends in its final state
     same = same.shift(-1)
-    keep = records.with_columns(same.fill_null(False).alias("_dup"))
-    copies = int(keep.get_column("_dup").sum())
-    out = keep.filter(~pl.col("_dup")).drop("_dup", "_shape", "_mark")
-    return out, copies
+    dup = records.select(same.fill_null(False)).to_series()
+    copies = int(dup.sum())
+    out = records.filter(~dup) if copies else records  # (a filter copies every column)
+    return out.drop("_shape", "_mark"), copies
 
 
-def numbered(records: pl.DataFrame, df: pl.DataFrame, meta: dict) -> tuple[pl.DataFrame, int]:
-    """Records without a printed step: numbered in order, times ``logging_steps``; a
-    record that a second logger prints again (the same epoch, the same loss to its
-    rounding, right after) is one record (the fuller print kept). Returns the records
-    and how many prints were such twins."""
+def logging_steps(df: pl.DataFrame) -> str | None:
+    """The ``logging_steps`` the first line that states it gives (digits), else None."""
+    body = df.get_column("body")
+    if not body.str.contains("logging_steps", literal=True).any():
+        return None
+    return df.select(pl.col("body").str.extract(_LOGGING_STEPS, 1).drop_nulls().first()).item()
+
+
+def numbered(records: pl.DataFrame, stated: str | None, meta: dict) -> tuple[pl.DataFrame, int]:
+    """Records without a printed step: numbered in order, times ``logging_steps`` (as
+    ``stated``: see :func:`logging_steps`); a record that a second logger prints again
+    (the same epoch, the same loss to its rounding, right after) is one record (the
+    fuller print kept). Returns the records and how many prints were such twins."""
     records, twins = _twins(records)
-    stated = df.select(pl.col("body").str.extract(_LOGGING_STEPS, 1).drop_nulls().first()).item()
     every = int(stated) if stated is not None and len(stated) < 10 else 1
     meta.setdefault("caveats", []).append(
         "no step printed: records numbered in order"

@@ -25,11 +25,12 @@ _EXAMPLE_MAX = 4000
 _CUT_MAX = 2  # lines of one shape that may be records cut short (a paste's end, a kill)
 
 
-def prepared(lines: pl.DataFrame, spec: Spec) -> pl.DataFrame:
+def prepared(lines: pl.DataFrame, spec: Spec, glued: str | None | bool = True) -> pl.DataFrame:
     """``line``, ``indented`` (the raw line starts with white space), ``stamp``, ``body``
     (the cleaned line, stamps and durations as tokens) and ``shape`` (categorical); a
-    line redrawn by a progress bar is one row per drawn state."""
-    rows = redraws(lines.select("line", "text"))
+    line redrawn by a progress bar is one row per drawn state (``glued``: see
+    :func:`~parsers.reader.clean.redraws`)."""
+    rows = redraws(lines.select("line", "text"), glued)
     return by_slices(rows, lambda part: _prepared(part, spec))
 
 
@@ -53,16 +54,35 @@ def _prepared(lines: pl.DataFrame, spec: Spec) -> pl.DataFrame:
 
 def templates_of(df: pl.DataFrame, spec: Spec) -> dict[str, Template]:
     """One template per shape that holds a value, adjusted over the whole file."""
-    shapes = (
+    return templates_from(shape_counts(df), spec)
+
+
+def shape_counts(df: pl.DataFrame) -> pl.DataFrame:
+    """``shape`` (text), ``example`` (its first line's body) and ``n`` (its lines) of
+    each shape that holds a value, in the order shapes first occur."""
+    return (
         df.lazy()
-        .group_by("shape")
+        .group_by("shape", maintain_order=True)
         .agg(pl.col("body").first().alias("example"), pl.len().alias("n"))
         .with_columns(pl.col("shape").cast(pl.String))
         .filter(pl.col("shape").str.contains("#", literal=True))
-        .sort(["n", "shape"], descending=[True, False])
-        .head(MAX_SHAPES)
         .collect()
     )
+
+
+def merged_counts(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """The :func:`shape_counts` of consecutive parts of a file as the file's."""
+    return (
+        pl.concat(parts)
+        .group_by("shape", maintain_order=True)
+        .agg(pl.col("example").first(), pl.col("n").sum())
+    )
+
+
+def templates_from(counts: pl.DataFrame, spec: Spec) -> dict[str, Template]:
+    """One template per shape of ``counts`` (see :func:`shape_counts`), the most
+    frequent first, adjusted over the whole file."""
+    shapes = counts.sort(["n", "shape"], descending=[True, False]).head(MAX_SHAPES)
     out = {}
     for shape, example, n in shapes.iter_rows():
         out[shape] = template(shape, example[:_EXAMPLE_MAX], spec.aliases, spec.any_value)
