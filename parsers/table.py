@@ -35,6 +35,10 @@ _SEPARATORS = (",", "\t", "|")
 
 
 _RULE = r"^\s*\|?\s*:?-{3,}"  # a markdown table's rule under its header: |---|---|
+# the columns of a long table (normalized names), the first found
+_LONG_METRIC = ("metric", "metric_name", "key")
+_LONG_VALUE = ("value", "metric_value")
+_LONG_RUN = ("run", "run_name", "run_id")
 
 
 def _piped(line: str) -> str:
@@ -62,16 +66,28 @@ def _step_column(cols: list[str]) -> str | None:
     return next((c for c in cols if aliases.norm(c) == "epoch"), None)
 
 
+def _long_form(cols: list[str]) -> tuple[str, str, str | None] | None:
+    """(metric column, value column, run column) of a table in long form, one row per
+    run, metric and step (MLflow's export: ``Run,Run ID,metric,step,timestamp,value``)."""
+    by_norm = {aliases.norm(c): c for c in cols}
+    metric = next((by_norm[k] for k in _LONG_METRIC if k in by_norm), None)
+    value = next((by_norm[k] for k in _LONG_VALUE if k in by_norm), None)
+    if metric is None or value is None:
+        return None
+    return metric, value, next((by_norm[k] for k in _LONG_RUN if k in by_norm), None)
+
+
 def sniff(head: list[str]) -> int:
-    """60 for a header with a step (or epoch) column and a loss-like column, over rows
-    of as many fields."""
+    """60 for a header with a step (or epoch) column and a loss-like column (or the
+    metric and value columns of a long table), over rows of as many fields."""
     found = _header(head)
     if found is None:
         return 0
     cols, _, rows = found
-    if _step_column(cols) is None or not any("loss" in c.lower() for c in cols):
+    lossy = any("loss" in c.lower() for c in cols) or _long_form(cols) is not None
+    if _step_column(cols) is None or not lossy:
         return 0
-    if not all(re.match(r"^\s*\"?[-+.\d]", r) for r in rows[:20]):
+    if _long_form(cols) is None and not all(re.match(r"^\s*\"?[-+.\d]", r) for r in rows[:20]):
         return 0
     return SNIFF_MAX
 
@@ -94,13 +110,33 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         raise InputError(f"{name}: not a readable metrics table ({type(exc).__name__})") from None
     raw = raw.rename({c: c.strip() for c in raw.columns})
     raw = raw.with_columns(body.get_column("line").slice(1, raw.height).alias("line"))
+    long = _long_form([c for c in raw.columns if c != "line"])
+    if long is not None:
+        raw = _wide(raw, *long)
     metrics, caveats = table_metrics(raw)
     return Parsed(metrics=metrics, meta={"caveats": caveats}, ignored=int(skip.sum()) + 1)
 
 
+def _wide(raw: pl.DataFrame, metric: str, value: str, run: str | None) -> pl.DataFrame:
+    """A long table as a wide one: a row per run and step (at the line of its first
+    value), a column per metric; the run's name in ``_run``."""
+    step = _step_column([c for c in raw.columns if c not in (metric, value, run, "line")])
+    if step is None:
+        return raw
+    index = [c for c in (run, step) if c is not None]
+    rows = raw.group_by([*index, metric], maintain_order=True).agg(
+        pl.col(value).first(), pl.col("line").min()
+    )
+    lines = rows.group_by(index, maintain_order=True).agg(pl.col("line").min())
+    wide = rows.pivot(on=metric, index=index, values=value, aggregate_function="first")
+    wide = lines.join(wide, on=index, how="left", maintain_order="left").sort("line")
+    return wide.rename({run: "_run"}) if run is not None else wide
+
+
 def table_metrics(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """A table of text or number columns (plus ``line``) as canonical metrics."""
-    cols = [c for c in raw.columns if c != "line"]
+    """A table of text or number columns (plus ``line``, and ``_run`` where it names
+    each row's run) as canonical metrics."""
+    cols = [c for c in raw.columns if c not in ("line", "_run")]
     step = _step_column(cols)
     caveats = []
     if step is not None and aliases.canonical(step) != aliases.STEP:
@@ -117,8 +153,9 @@ def table_metrics(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
             canon = aliases.column_of(c)
         if canon not in exprs:
             exprs[canon] = number.alias(canon)
-    out = raw.select(pl.col("line"), *exprs.values())
-    keep = [c for c in out.columns if c in ("line", "step") or out[c].is_not_null().any()]
+    runs = [pl.col("_run").cast(pl.String)] if "_run" in raw.columns else []
+    out = raw.select(pl.col("line"), *exprs.values(), *runs)
+    keep = [c for c in out.columns if c in ("line", "step", "_run") or out[c].is_not_null().any()]
     return with_core(out.select(keep)), caveats
 
 

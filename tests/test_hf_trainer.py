@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from _rows import normalized, written_rows
 
+import parsers
 from logbook.errors import InputError
 from logbook.run import Run
 from logbook.segments import order_parts, stitch
@@ -121,6 +122,17 @@ def test_compact_json_still_reads():
     text = json.dumps({"global_step": 2, "log_history": [{"loss": 1.0, "step": 1}]})
     p, _ = parse_text(text)
     assert p.metrics.get_column("loss").to_list() == [1.0]
+
+
+def test_comment_lines_above_the_json_are_left_out(tmp_path):
+    body = json.dumps({"global_step": 2, "log_history": [{"loss": 1.0, "step": 1}]}, indent=2)
+    text = "# source: someone/repo trainer_state.json (a collector's line)\n# note: whole\n" + body
+    p, _ = parse_text(text)
+    assert p.metrics.select("step", "loss").rows() == [(1, 1.0)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(text.replace("\n", "\r\n"))
+    (run,) = parsers.read_logs(path)
+    assert run.metrics.select("step", "loss").rows() == [(1, 1.0)]
 
 
 def test_bad_files_are_input_errors(tmp_path):

@@ -25,6 +25,11 @@ KNOWN_GAPS = {
     "hf_trainer/nbbert_seqlabel_flattened_bars_log_history": "a printed log_history list",
     "lightning/automm_fp16_nan_loss_glued_ckpt": "bar position is not the global step",
     "lightning/dogcat_docker_glued_checkpoint_msgs": "bars glued at terminal width",
+    "lightning/zms_cifar10_pl26_truncated_bar_glued_callback_msgs": "bars cut at terminal width",
+    "csv/efaythegreat_charrnn_lr_sweep_no_step_column_spikes": "a column per run, no step",
+    "text/espnet_issue2674_lm_epoch_boundary_batch_ranges": "batch ranges within epochs",
+    "text/rwkv_issue266_mini_epoch_bars": "a one-letter step key (s 833)",
+    "text/timeseries_library_timemixer_issue88_tab_indented_iters": "epoch length told apart",
 }
 
 

@@ -173,14 +173,17 @@ def test_keras_progress_counts_steps_over_the_epochs_it_announces(tmp_path):
         + bar.format(i=100, loss="1.8456")
     )
     (run,) = _runs(tmp_path, text)
-    assert run.metrics.select("step", "loss", "epoch").rows() == [
-        (100, 2.3456, 1.0),
-        (200, 2.1234, 1.0),
-        (400, 1.8456, 2.0),
+    # the epoch's last bar, with the validation values after the training ones, is the
+    # record of its last step; its validation values are columns of it
+    assert run.metrics.select("step", "loss", "epoch", "val_loss").rows() == [
+        (100, 2.3456, 1.0, None),
+        (200, 2.1234, 1.0, None),
+        (300, 2.0012, 1.0, 1.9),
+        (400, 1.8456, 2.0, None),
     ]
     assert run.events_of("restart") == []
     (stats,) = run.meta.parse
-    assert (stats.lines, stats.records, stats.unrecognized) == (6, 3, 0)
+    assert (stats.lines, stats.records, stats.unrecognized) == (6, 4, 0)
 
 
 def test_a_step_that_starts_over_each_epoch_is_counted_over_the_epochs(tmp_path):
@@ -356,3 +359,122 @@ def test_odd_digits_and_a_bad_time_in_a_logbook_file_are_values_lost_not_files(t
     (run,) = _runs(tmp_path, rows, "run.jsonl")
     assert run.metrics.select("step", "loss").rows() == [(1, 2.5), (2, 2.4)]
     assert run.metrics.get_column("time").to_list() == [None, datetime(2024, 5, 1, 10, tzinfo=UTC)]
+
+
+def test_two_step_counters_the_one_counting_every_record_is_the_step(tmp_path):
+    # LitGPT with gradient accumulation 2: ``step`` counts optimizer steps, ``iter``
+    # every micro-batch; each micro-batch's loss is a record of its own
+    text = "".join(
+        f"iter {i} step {i // 2}: loss {2.5 - i / 100:.4f}, iter time: 198.00ms"
+        + (" (optimizer.step)" if i % 2 else "")
+        + "\n"
+        for i in range(6)
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "optimizer_step", "loss").rows() == [
+        (i, i // 2, round(2.5 - i / 100, 4)) for i in range(6)
+    ]
+    assert run.events_of("restart") == []
+
+
+def test_a_meters_validation_line_named_val_is_no_record(tmp_path):
+    # ProgressMeter lines of a script (``Epoch: [e][ i/N]``) beside its ``val[ i/N]``
+    train = "Epoch: [{e}][  0/391]\tTime  1.505 ( 1.505)\tLoss {l:.4e} ({l:.4e})\tAcc@1  14.06\n"
+    val = "val[ 0/40]\tTime  2.986 ( 2.986)\tLoss 3.6274e+00 (3.6274e+00)\tAcc@1   8.98\n"
+    text = train.format(e=0, l=3.436) + val + train.format(e=1, l=2.2442) + val
+    text += train.format(e=2, l=2.0863)
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss").rows() == [(0, 3.436), (391, 2.2442), (782, 2.0863)]
+    assert len(run.events_of("validation")) == 2
+
+
+def test_a_collectors_comment_is_no_record_whatever_it_quotes(tmp_path):
+    text = (
+        "# source: someone/repo issue 6 (every logged step has loss 0.0)\n"
+        "# note: the cut-off last line \"{'loss': 0.0,\" was dropped\n"
+        "{'loss': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}\n"
+        "{'loss': 0.4, 'learning_rate': 2e-05, 'epoch': 0.2}\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss").rows() == [(1, 0.5), (2, 0.4)]
+    (stats,) = run.meta.parse
+    assert (stats.records, stats.ignored, stats.unrecognized) == (2, 2, 0)
+
+
+def test_equal_losses_at_other_learning_rates_are_records_not_twins(tmp_path):
+    row = "{{'loss': 0.0, 'grad_norm': nan, 'learning_rate': {lr}, 'epoch': 0.0}}\n"
+    text = "".join(row.format(lr=f"{1.2e-4 + i * 7e-6:.6g}") for i in range(5))
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 2, 3, 4, 5]
+    # a second logger's print of the same record (its learning rate rounded) is one
+    twin = (
+        "03/12/2024 11:24:33 - INFO - callbacks - "
+        "{'loss': 0.0000, 'learning_rate': 4.9999e-02, 'epoch': 0.01}\n"
+    )
+    text = (
+        twin
+        + "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.04999871292419044, 'epoch': 0.01}\n"
+    )
+    (run,) = _runs(tmp_path, text, "twins.log")
+    assert run.metrics.height == 1
+
+
+def test_overflows_without_a_step_skip_the_steps_after_the_last_record(tmp_path):
+    over = (
+        "[2023-08-02 00:41:17,526] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
+        "OVERFLOW! Rank {r} Skipping step. Attempted loss scale: {a}, reducing to {b}\n"
+    )
+    rec = (
+        "[2023-08-02 00:41:17,935] [INFO] [logging.py:96:log_dist] [Rank 0] step={s}, "
+        "skipped={k}, lr=[0.0001], mom=[(0.9, 0.999)]\n"
+        "2023-08-02 00:41:17.936 | INFO     | __main__:log_dist:54 - [Rank 0] Loss: {l}\n"
+    )
+    text = "".join(over.format(r=0, a=2 ** (32 - i), b=2 ** (31 - i)) for i in range(3))
+    text += rec.format(s=3, k=3, l=10.87)
+    # two ranks say each of the next two: one overflow each, steps 4 and 5
+    for i in range(3, 5):
+        text += over.format(r=0, a=2 ** (32 - i), b=2 ** (31 - i))
+        text += over.format(r=1, a=2 ** (32 - i), b=2 ** (31 - i))
+    text += rec.format(s=6, k=5, l=10.86)
+    (run,) = _runs(tmp_path, text)
+    overflows = run.events_of("overflow_skip")
+    assert [(e.step, e.attempted_scale) for e in overflows] == [
+        (1, 2.0**32),
+        (2, 2.0**31),
+        (3, 2.0**30),
+        (4, 2.0**29),
+        (5, 2.0**28),
+    ]
+
+
+def test_keys_of_other_trainers_in_the_alias_table(tmp_path):
+    opennmt = "Epoch  1, {b}/37527; acc:   3.99; ppl: 12792.57; xent:   {x}; 3438 src tok/s;\n"
+    text = "".join(opennmt.format(b=b, x=x) for b, x in ((50, 9.46), (100, 9.31), (150, 9.2)))
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss").rows() == [(50, 9.46), (100, 9.31), (150, 9.2)]
+    paddle = "2022-12-08 17:57:31,371-INFO: Total iter: {i}, epoch: 0, batch: {i}, loss: [{l}]\n"
+    text = "".join(paddle.format(i=i, l=v) for i, v in ((0, "10.000229"), (10, "nan"), (20, "nan")))
+    (run,) = _runs(tmp_path, text, "paddle.log")
+    assert _steps(run) == [0, 10, 20]
+    assert [e.step for e in run.events_of("nonfinite")][:1] == [10]
+
+
+def test_a_long_table_of_run_metric_step_value_rows_is_read_wide(tmp_path):
+    # MLflow's export: one row per run, metric and step; here two runs, two metrics
+    head = '"Run","Run ID","metric","step","timestamp","value"\n'
+    rows = [
+        ("a", "loss", 10, 2.5),
+        ("a", "lr", 10, 0.001),
+        ("b", "loss", 10, 3.0),
+        ("a", "loss", 20, 2.25),
+        ("a", "lr", 20, 0.001),
+        ("b", "loss", 20, 2.75),
+    ]
+    text = head + "".join(
+        f'"{r}","id-{r}","{m}","{s}","17618841{s}000","{v}"\n' for r, m, s, v in rows
+    )
+    runs = _runs(tmp_path, text, "loss.csv")
+    got = {r.meta.name: r.metrics.select("step", "loss").rows() for r in runs}
+    assert sorted(got.values()) == [[(10, 2.5), (20, 2.25)], [(10, 3.0), (20, 2.75)]]
+    (a,) = [r for r in runs if r.metrics.get_column("loss")[0] == 2.5]
+    assert a.metrics.get_column("lr").to_list() == [0.001, 0.001]

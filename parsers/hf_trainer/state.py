@@ -42,8 +42,11 @@ class State:
 
 
 def load(lines: pl.DataFrame, name: str) -> State:
-    """Decode the file (``lines``: the frame of ``logbook.textio``)."""
-    text = "\n".join(lines.get_column("text").to_list())
+    """Decode the file (``lines``: the frame of ``logbook.textio``); ``#`` comment lines
+    above the JSON (a collector's ``# source:``) are left out."""
+    texts = lines.get_column("text").to_list()
+    skip = next((i for i, t in enumerate(texts) if not t.lstrip().startswith("#")), len(texts))
+    text = "\n".join(texts[skip:])
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:

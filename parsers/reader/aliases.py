@@ -37,6 +37,7 @@ ALIASES: dict[str, str] = {
     "optimizer_step": STEP,
     "opt_step": STEP,
     "global_iter": STEP,
+    "total_iter": STEP,  # PaddleSlim demos: ``Total iter: 10, epoch: 0, batch: 10``
     "global_iteration": STEP,
     "n_iter": STEP,
     "step_train": STEP,
@@ -52,6 +53,7 @@ ALIASES: dict[str, str] = {
     "crossentropyloss": "loss",
     "train_crossentropyloss": "loss",
     "ce_loss": "loss",
+    "xent": "loss",  # OpenNMT-py (cross-entropy per token)
     "train_ce_loss": "loss",
     "loss_step": "loss",
     "step_loss": "loss",

@@ -98,15 +98,17 @@ def _events(
     cand = free.filter(
         (pl.col("kind") != "validation").fill_null(True) & pl.col("line").is_in(maybe.implode())
     )
+    found: list[EventBase] = []
     for line, s in cand.select("line", "body").iter_rows():
         ev = events.read_event(s, line, name)
         if ev is None:
             continue
         if ev.step is None and ev.kind == "checkpoint_save":
             ev.step = _step_before(line, rec_lines, rec_steps)
-        if ev.step is None and ev.kind == "overflow_skip":
-            ev.step = _step_after(line, rec_lines, rec_steps)  # the step it skipped
         lines.append(line)
+        found.append(ev)
+    _skipped_steps([e for e in found if e.kind == "overflow_skip"], rec_lines, rec_steps)
+    for ev in found:
         if ev.kind == "overflow_skip" and out and _same_overflow(out[-1], ev):
             continue  # every rank says it: one event
         out.append(ev)
@@ -114,16 +116,40 @@ def _events(
     return out, pl.Series("line", lines, pl.Int64)
 
 
+def _skipped_steps(
+    overflows: list[EventBase], rec_lines: np.ndarray, rec_steps: np.ndarray
+) -> None:
+    """The steps that overflow lines without one skipped. Each overflow skips the
+    iteration after the last one printed (an engine prints it as it skips: DeepSpeed's
+    ``OVERFLOW! Rank 0 Skipping step``), so those between two records skipped the steps
+    after the first, one each, up to the second; before the first record, the steps up
+    to it. Lines of one loss scale (every rank says it) are one overflow."""
+    groups: dict[int, list[EventBase]] = {}
+    for ev in overflows:
+        if ev.step is None and ev.source is not None and ev.source.line is not None:
+            groups.setdefault(int(np.searchsorted(rec_lines, ev.source.line)), []).append(ev)
+    for i, evs in groups.items():
+        prev = rec_steps[i - 1] if i > 0 and np.isfinite(rec_steps[i - 1]) else None
+        nxt = rec_steps[i] if i < len(rec_steps) and np.isfinite(rec_steps[i]) else None
+        order, last = [], None
+        for ev in evs:  # the position of each distinct overflow in the group
+            scale = getattr(ev, "attempted_scale", None)
+            key = (scale, getattr(ev, "new_scale", None)) if scale is not None else ev.text
+            order.append(len(order) if not order else order[-1] + (key != last))
+            last = key
+        k = (order[-1] + 1) if order else 0
+        for ev, n in zip(evs, order, strict=True):
+            if prev is not None:
+                step = prev + 1 + n
+                ev.step = int(min(step, nxt) if nxt is not None and nxt > prev else step)
+            elif nxt is not None:
+                ev.step = int(nxt - (k - 1 - n))
+            if ev.step is not None and abs(ev.step) > 2**62:
+                ev.step = None
+
+
 def _same_overflow(a: EventBase, b: EventBase) -> bool:
     return a.kind == "overflow_skip" and a.step == b.step and a.step is not None
-
-
-def _step_after(line: int, rec_lines: np.ndarray, rec_steps: np.ndarray) -> int | None:
-    """The step of the first record after ``line``."""
-    i = int(np.searchsorted(rec_lines, line))
-    if i >= len(rec_lines) or not np.isfinite(rec_steps[i]):
-        return None
-    return int(rec_steps[i])
 
 
 def _step_before(line: int, rec_lines: np.ndarray, rec_steps: np.ndarray) -> int | None:

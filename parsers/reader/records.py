@@ -61,7 +61,30 @@ def finished(
         out.replace_column(out.get_column_index(name), out.get_column(name).rechunk())
     if not out.get_column("line").is_sorted():
         out = out.sort("line", maintain_order=True)
-    return _per_epoch(typed(out)), continued
+    return _per_epoch(_finer_counter(typed(out))), continued
+
+
+def _finer_counter(out: pl.DataFrame) -> pl.DataFrame:
+    """Two step counters on every record (LitGPT's ``iter 15 step 0: loss ...``, with
+    gradient accumulation): where the one taken as the step repeats from record to
+    record while the other counts every record, the other is the step and the first
+    is kept as ``optimizer_step`` (each micro-batch's loss is a record of its own)."""
+    if "step" not in out.columns or out.height < 2 or "optimizer_step" in out.columns:
+        return out
+    step = out.get_column("step")
+    if step.null_count() or not (step.diff().drop_nulls() == 0).any():
+        return out
+    for name in out.columns:
+        if name == "step" or aliases.canonical(name) != aliases.STEP:
+            continue
+        alt = out.get_column(name)
+        if alt.null_count() or not alt.dtype.is_numeric():
+            continue
+        finer = (alt.diff().drop_nulls() > 0).all() and (step.diff().drop_nulls() >= 0).all()
+        if finer and (alt == alt.round()).all():
+            counted = alt.cast(pl.Int64, strict=False)
+            return out.with_columns(counted.alias("step"), step.alias("optimizer_step")).drop(name)
+    return out
 
 
 def _per_epoch(out: pl.DataFrame) -> pl.DataFrame:
@@ -281,6 +304,11 @@ def _twins(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     close = (loss - loss.shift(-1)).abs() <= 1e-4 + 1e-3 * loss.abs()
     same = (epoch == epoch.shift(-1)) | (epoch.is_not_null() & epoch.shift(-1).is_null())
     twin = same & (close | (loss.is_nan() & loss.shift(-1).is_nan()))  # (null: a cut twin)
+    if "lr" in records.columns:  # a second print shows the same learning rate (rounded)
+        lr, nxt = pl.col("lr"), pl.col("lr").shift(-1)
+        near = (lr - nxt).abs() <= 1e-3 * lr.abs() + 1e-12
+        cut = epoch.shift(-1).is_null()  # (a print cut short: its numbers may be too)
+        twin = twin & (near | lr.is_null() | nxt.is_null() | cut)
     # a pair's first print gives way to the second (the Trainer's own, after a callback's)
     out = records.filter(~twin.fill_null(False))
     return out, records.height - out.height

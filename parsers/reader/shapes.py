@@ -99,7 +99,10 @@ def with_kinds(df: pl.DataFrame, temps: dict[str, Template]) -> pl.DataFrame:
     kind = (
         pl.col("shape").cast(pl.String).replace_strict(kinds, default=None, return_dtype=pl.String)
     )
-    return df.with_columns(kind.alias("kind"))
+    # a comment (``# source: ...`` above a pasted excerpt) is no metric line, whatever
+    # numbers it quotes
+    comment = pl.col("body").str.contains(r"^#(?:\s|$)")
+    return df.with_columns(pl.when(comment).then(None).otherwise(kind).alias("kind"))
 
 
 def count_records(head: list[str], spec: Spec) -> int:

@@ -36,6 +36,7 @@ _EVAL_KEY = re.compile(r"(?i)^(?:val|valid|validation|eval|test|predict)(?:_|/|\
 _EVAL_HEAD = re.compile(
     r"(?:^|[\s\]|:>-])(?:Test|Eval|Evaluation|Validation|Valid|Val|Evaluating)(?::|\s+\[)"
     r"|\((?:val|test)\)|(?i:\[(?:val|valid|validation|eval|test)\])"
+    r"|^(?i:val|valid|test|eval)\[\s*\d"  # a ProgressMeter named ``val``: ``val[ 0/40]``
 )
 # a dict record printed by Python or as JSON: its keys are quoted
 _DICT = re.compile(r"\{\s*['\"]")
@@ -213,7 +214,9 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
     keys = [f.key for f in t.fields if f.key]
     metrics = [f for f in t.fields if f.column in METRICS or (f.key and "loss" in f.key.lower())]
     has_step = t.step_field() is not None
-    evaluative = any(_EVAL_KEY.match(k) for k in keys) and not _training_fields(t)
+    evaluative = any(_EVAL_KEY.match(k) for k in keys) and not (
+        _training_fields(t) or _epoch_end(t)
+    )
     evaluative = evaluative or bool(_EVAL_HEAD.search(example))
     if evaluative or (_EVAL.search(example) and not _train_loss(t)):
         return "validation" if metrics or evaluative else None
@@ -237,6 +240,15 @@ def _training_fields(t: Template) -> bool:
     time, a batch count): a record with validation values appended (NeMo)."""
     train = {"lr", "grad_norm", "step_time_s", "batch_size", "samples", "tokens", "loss_scale"}
     return _train_loss(t) and any(f.column in train for f in t.fields)
+
+
+def _epoch_end(t: Template) -> bool:
+    """A progress bar's final state with the epoch's validation values after the
+    training ones (Keras: ``9595/9595 [====] - 1s - loss: 0.62 - val_loss: 0.53``): a
+    record, its validation values columns of it."""
+    roles = [f.role for f in t.fields[:2]]
+    plain = any(f.key and aliases.norm(f.key) == "loss" for f in t.fields)
+    return roles == ["position", "total"] and plain
 
 
 def _counted(t: Template) -> bool:
