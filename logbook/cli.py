@@ -64,10 +64,10 @@ def _on_sigterm(_signum, _frame) -> None:
 
 def main() -> None:
     """Entry point of the ``logbook`` console script."""
-    _register()
     with contextlib.suppress(ValueError):  # (only the main thread may set handlers)
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
+        _register()
         app()  # click's standalone mode: usage errors exit 2 with a short message
     except LogbookError as exc:
         _fail(str(exc))

@@ -39,6 +39,8 @@ _RULE = r"^\s*\|?\s*:?-{3,}"  # a markdown table's rule under its header: |---|-
 _LONG_METRIC = ("metric", "metric_name", "key")
 _LONG_VALUE = ("value", "metric_value")
 _LONG_RUN = ("run", "run_name", "run_id")
+# a first column that names each row's run in a table of several runs
+_RUN_NAMES = {"run", "run_name", "run_id", "model", "experiment", "exp", "name", "config"}
 
 
 def _piped(line: str) -> str:
@@ -87,9 +89,16 @@ def sniff(head: list[str]) -> int:
     lossy = any("loss" in c.lower() for c in cols) or _long_form(cols) is not None
     if _step_column(cols) is None or not lossy:
         return 0
-    if _long_form(cols) is None and not all(re.match(r"^\s*\"?[-+.\d]", r) for r in rows[:20]):
+    named = _run_column(cols) is not None  # (rows then start with a run's name)
+    numeric = all(re.match(r"^\s*\"?[-+.\d]", r) for r in rows[:20])
+    if _long_form(cols) is None and not named and not numeric:
         return 0
     return SNIFF_MAX
+
+
+def _run_column(cols: list[str]) -> str | None:
+    """The first column, where it names each row's run (``model,step,train_loss``)."""
+    return cols[0] if cols and aliases.norm(cols[0]) in _RUN_NAMES else None
 
 
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
@@ -113,6 +122,8 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     long = _long_form([c for c in raw.columns if c != "line"])
     if long is not None:
         raw = _wide(raw, *long)
+    elif (run := _run_column(raw.columns)) is not None:
+        raw = raw.rename({run: "_run"})
     metrics, caveats = table_metrics(raw)
     return Parsed(metrics=metrics, meta={"caveats": caveats}, ignored=int(skip.sum()) + 1)
 

@@ -114,3 +114,15 @@ def test_missing_loss_at_the_end_from_skipped_iterations_is_not_divergence():
     assert found(DIVERGENCE, run_of(events, loss=loss)) == []
     events = events[:1]  # no skip: the loss vanished (Megatron's NaN record)
     assert found(DIVERGENCE, run_of(events, loss=loss)) == [("divergence", "critical", 50, 50)]
+
+
+def test_the_parts_of_a_loss_printed_without_a_total_are_watched():
+    # mmseg prints ``decode.loss_seg`` and no ``loss``: a NaN there is a NaN loss
+    parts = np.r_[np.full(5, 0.7), [np.nan, np.nan], np.full(5, 0.6)]
+    run = run_of(decode_loss_seg=parts, decode_acc_seg=np.full(12, 40.0))
+    assert found(NONFINITE, run) == [("nonfinite", "critical", 6, 7)]
+    (f,) = NONFINITE(build_context(run))
+    assert "decode_loss_seg" in f.message
+    # a column without ``loss`` in its name stays unwatched
+    run = run_of(loss=flat(12), decode_acc_seg=np.r_[np.full(11, 40.0), [np.nan]])
+    assert found(NONFINITE, run) == []

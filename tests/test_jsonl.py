@@ -176,3 +176,18 @@ def test_steps_beyond_2_to_the_53_stay_exact(tmp_path):
     ]
     st = run.meta.parse[0]
     assert (st.record_lines, st.ignored, st.lines) == (3, 1, 4)  # beyond int64: no step
+
+
+def test_an_evaluators_rows_beside_training_rows_are_validation_events():
+    # mmengine's vis_data/scalars.json: the val rows carry the epoch as their step
+    text = (
+        '{"lr": 0.02, "data_time": 0.0038, "loss": 1.7152, "time": 0.1432, "epoch": 1, '
+        '"iter": 69, "memory": 3060, "step": 69}\n'
+        '{"accuracy/top1": 43.13, "data_time": 0.0914, "time": 0.1214, "step": 1}\n'
+        '{"lr": 0.02, "data_time": 0.0238, "loss": 0.9905, "time": 0.1217, "epoch": 2, '
+        '"iter": 138, "memory": 3060, "step": 138}\n'
+        '{"accuracy/top1": 70.96, "data_time": 0.0715, "time": 0.0999, "step": 2}\n'
+    )
+    parsed = parse_text(text)
+    assert parsed.metrics.get_column("step").to_list() == [69, 138]
+    assert [e.kind for e in parsed.events] == ["validation", "validation"]

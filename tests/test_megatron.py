@@ -307,3 +307,22 @@ def test_planned_total_comes_from_the_last_record_that_shows_it():
     assert _train_iters(pl.Series(texts[:200])) == 8000
     assert _train_iters(pl.Series(["no record here"] * 130)) is None
     assert _train_iters(pl.Series([], dtype=pl.String)) is None
+
+
+def test_an_early_forks_fields_without_colons_are_read(tmp_path):
+    # Chinese-Transformer-XL and other 2019-2020 forks: ``lm loss 6.758929E+00 |``
+    rec = (
+        " iteration {i:8d}/    3000 | elapsed time per iteration (ms): 12879.0 | "
+        "learning rate {lr} | lm loss {loss} | loss scale {scale} |\n"
+    )
+    text = rec.format(i=400, lr="6.300E-06", loss="6.758929E+00", scale="64.0")
+    text += rec.format(i=500, lr="7.917E-06", loss="NAN", scale="8.0")
+    path = tmp_path / "x.log"
+    path.write_text(text)
+    (run,) = parsers.read_logs(path)
+    rows = run.metrics.select("step", "loss", "lr", "loss_scale", "step_time_s").rows()
+    assert rows[0] == (400, 6.758929, 6.3e-06, 64.0, 12.879)
+    assert rows[1][0] == 500 and rows[1][1] != rows[1][1]  # NaN
+    assert [(e.step, e.old, e.new) for e in run.events_of("loss_scale_change")] == [
+        (500, 64.0, 8.0)
+    ]

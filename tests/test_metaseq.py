@@ -306,3 +306,30 @@ def test_corpus_files_match_their_labels(name):
     assert (steps[:1] or [None])[0] == label["first_step"]
     assert (steps[-1:] or [None])[0] == label["last_step"]
     assert run.meta.parse[0].first_unrecognized == label["unreadable_lines"]
+
+
+HYDRA = "[2022-04-08 18:%02d:05,372][%s][INFO] - %s\n"
+
+
+def test_the_hydra_layout_of_fairseq_train():
+    text = (
+        HYDRA % (41, "fairseq.trainer", "begin training epoch 1")
+        + HYDRA % (48, "train_inner", '{"epoch": 1, "loss": "9.276", "num_updates": "200"}')
+        + HYDRA
+        % (
+            55,
+            "fairseq.trainer",
+            "NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: 64.0",
+        )
+        + HYDRA % (56, "train_inner", '{"epoch": 1, "loss": "6.961", "num_updates": "400"}')
+        + HYDRA % (58, "valid", '{"epoch": 1, "valid_loss": "6.389", "valid_num_updates": "479"}')
+        + HYDRA % (59, "train", '{"epoch": 1, "train_loss": "7.864", "train_num_updates": "479"}')
+    )
+    parsed, evs = _events(text)
+    assert parsed.metrics.get_column("step").to_list() == [200, 400]
+    assert parsed.metrics.get_column("loss").round(4).to_list() == [
+        round(9.276 * math.log(2), 4),
+        round(6.961 * math.log(2), 4),
+    ]
+    assert ("overflow_skip", 400, 3) in evs and ("validation", 479, 5) in evs
+    assert parsed.unrecognized.len() == 0

@@ -29,7 +29,13 @@ KNOWN_GAPS = {
     "csv/efaythegreat_charrnn_lr_sweep_no_step_column_spikes": "a column per run, no step",
     "text/espnet_issue2674_lm_epoch_boundary_batch_ranges": "batch ranges within epochs",
     "text/rwkv_issue266_mini_epoch_bars": "a one-letter step key (s 833)",
-    "text/timeseries_library_timemixer_issue88_tab_indented_iters": "epoch length told apart",
+    "text/timeseries_library_timemixer_issue88_tab_indented_iters": "epoch length on its own line",
+    "text/ultralytics_yolov8_fathomnet_iopub_rate_exceeded_gap": "epoch tables of YOLOv8",
+    "hf_trainer/wav2vec2_npsc_model_card_divergence_zero_loss": "a model card's results table",
+    "hf_trainer/wav2vec2_tr_model_card_no_log_repeated_train_loss": "a model card's results table",
+    "hf_trainer/llamafactory_issue5660_bf16_then_fp16_two_runs_grad_norm_nan": "two runs unmarked",
+    "hf_trainer/llamafactory_issue6286_callback_line_plus_trainer_dict_per_step": "no bar first",
+    "hf_trainer/malaysia_ai_ray_gpt2_resume_ckpt200_after_s3_timeout": "bar steps of two workers",
 }
 
 

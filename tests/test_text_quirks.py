@@ -478,3 +478,50 @@ def test_a_long_table_of_run_metric_step_value_rows_is_read_wide(tmp_path):
     assert sorted(got.values()) == [[(10, 2.5), (20, 2.25)], [(10, 3.0), (20, 2.75)]]
     (a,) = [r for r in runs if r.metrics.get_column("loss")[0] == 2.5]
     assert a.metrics.get_column("lr").to_list() == [0.001, 0.001]
+
+
+def test_timm_epochs_count_from_zero_and_its_ema_test_lines_are_validation(tmp_path):
+    train = (
+        "Train: {e} [{i:4d}/5004 ({p:3d}%)]  Loss:  {l:.6f} (5.7736)  Time: 0.449s,  569.84/s  "
+        "(0.474s,  540.03/s)  LR: 5.334e-03  Data: 0.015 (0.014)\n"
+    )
+    test = "Test{ema}: [   0/195]  Time: 2.276 (2.276)  Loss:  3.5284 (3.5284)  Acc@1: 28.9062\n"
+    text = train.format(e=1, i=5000, p=100, l=5.085654)
+    text += test.format(ema="") + test.format(ema=" (EMA)")
+    text += train.format(e=2, i=0, p=0, l=5.015893) + train.format(e=2, i=50, p=1, l=5.05302)
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss").rows() == [
+        (10004, 5.085654),
+        (10008, 5.015893),
+        (10058, 5.05302),
+    ]
+    assert len(run.events_of("validation")) == 2
+
+
+def test_a_job_scripts_shell_lines_are_no_records(tmp_path):
+    text = (
+        "    ; LR_DECAY_STYLE=constant \\\n        TRAIN_ITERS=137650 \\\n"
+        "        GRAD_ACC_STEPS=2 \\\n        bash train.sh\n"
+        "[2025-11-10 10:20:01][I] step=136004 loss=12.3165 lr=0.0002\n"
+        "[2025-11-10 10:20:09][I] step=136005 loss=11.9679 lr=0.0002\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss").rows() == [(136004, 12.3165), (136005, 11.9679)]
+
+
+def test_pasted_runs_without_steps_are_numbered_each_from_one(tmp_path):
+    row = "{{'loss': {l}, 'grad_norm': 1.0, 'learning_rate': 1e-05, 'epoch': {e}}}\n"
+    text = "".join(row.format(l=2 - i / 10, e=e) for i, e in enumerate((0.0, 0.0, 0.01, 0.01)))
+    text += "".join(row.format(l=2.1 - i / 10, e=e) for i, e in enumerate((0.0, 0.0, 0.0)))
+    runs = _runs(tmp_path, text)
+    assert [_steps(r) for r in runs] == [[1, 2, 3, 4], [1, 2, 3]]
+
+
+def test_a_table_of_several_runs_named_in_its_first_column(tmp_path):
+    text = "model,step,train_loss,val_loss\n"
+    text += "char,0,4.72,4.73\nchar,500,2.28,2.50\nbpe,0,10.9,10.9\nbpe,500,5.1,5.3\n"
+    runs = _runs(tmp_path, text, "runs.csv")
+    assert sorted(r.metrics.select("step", "loss").rows() for r in runs) == [
+        [(0, 4.72), (500, 2.28)],
+        [(0, 10.9), (500, 5.1)],
+    ]

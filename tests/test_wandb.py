@@ -131,3 +131,19 @@ def test_an_export_cut_inside_its_header_is_one_empty_run_with_its_line_counted(
     assert len(runs) == 1 and runs[0].metrics.height == 0
     st = runs[0].meta.parse[0]
     assert (st.format, st.lines, st.ignored, st.unrecognized) == ("wandb", 1, 1, 0)
+
+
+def test_history_rows_with_eval_values_beside_the_loss_are_records_too(tmp_path):
+    head = ",_step,_runtime,trainable_parameters,_timestamp,train/loss,train/lr,eval/loss\n"
+    rows = [
+        "0,0,7.37,533476352.0,1772452553.97,,,",
+        "1,1,68.5,,1772452608.75,0.178,0.0,",
+        "2,2,70.1,,1772452610.75,0.176,1e-05,0.165",
+        "3,3,71.9,,1772452612.75,0.497,1e-05,",
+    ]
+    path = tmp_path / "wandb_history.csv"
+    path.write_text(head + "\n".join(rows) + "\n")
+    (run,) = parsers.read_logs(path)
+    # the parameter count alone on _step 0 is no record; step 2 is a record and an event
+    assert run.metrics.select("step", "loss").rows() == [(1, 0.178), (2, 0.176), (3, 0.497)]
+    assert [(e.step, e.values["loss"]) for e in run.events_of("validation")] == [(2, 0.165)]

@@ -1,8 +1,9 @@
 """``nonfinite``: NaN or infinite metric values, and records whose loss field is missing.
 
-Fires on every record (of any segment, overwritten or not) where a watched metric is NaN
-or +-Inf, and on the parsers' ``nonfinite`` events (a Megatron record printed without its
-``lm loss`` field: the column is null there). Records within ``gap_records`` log
+Fires on every record (of any segment, overwritten or not) where a watched metric (and
+any column whose name holds ``loss``: the parts of a loss) is NaN or +-Inf, and on the
+parsers' ``nonfinite`` events (a Megatron record printed without its ``lm loss`` field:
+the column is null there). Records within ``gap_records`` log
 intervals of each other make one finding, from its first to its last step, naming the
 metrics. Severity: critical; info when every record of the episode was an fp16
 overflow the loss scaler handled (``skipped`` > 0 or an ``overflow_skip`` event at that
@@ -48,7 +49,10 @@ def bad_records(ctx: Context, columns: tuple[str, ...]) -> pl.DataFrame:
     -inf or missing. Values read from the columns and from ``nonfinite`` events."""
     m = ctx.run.metrics.filter(pl.col("step").is_not_null())
     parts = []
-    for col in columns:
+    # the parts of a loss that frameworks print without a total (mmseg's
+    # ``decode.loss_seg``, detectron2's ``loss_cls``) are watched with the loss
+    parts_of_loss = [c for c in m.columns if "loss" in c and c not in columns and "loss" in columns]
+    for col in (*columns, *parts_of_loss):
         if col not in m.columns or not m.schema[col].is_float():
             continue
         c = pl.col(col)

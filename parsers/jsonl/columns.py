@@ -41,7 +41,12 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 TIME_KEYS = ("time", "timestamp", "_timestamp", "datetime")
 # evaluation keys: eval_*/val_*/test_*, and detectron2's COCO metrics (bbox/AP, segm/AP50)
-EVAL = re.compile(r"^(eval|val|valid|validation|test)_|^(bbox|segm|keypoints|sem_seg|panoptic)_")
+# evaluation metrics: by prefix (``eval_loss``), or an evaluator's namespace (detectron2's
+# ``bbox/AP``, mmengine's ``accuracy/top1``, ``coco/bbox_mAP``, ``pascal_voc/mAP``, ``mIoU``)
+EVAL = re.compile(
+    r"^(eval|val|valid|validation|test)_|^(bbox|segm|keypoints|sem_seg|panoptic)_"
+    r"|^(accuracy|coco|pascal_voc|voc|cityscapes|ade20k|lvis)_|^(m_?iou|a_?acc|m_?acc)$"
+)
 
 MAPS = ", ".join(f"{'|'.join(keys)}->{col}" for col, keys in ALIASES.items()) + (
     f", {'|'.join(TIME_KEYS)} (unix seconds/ms or ISO 8601)->time; other numeric keys kept"

@@ -135,6 +135,10 @@ def _split(table: pl.DataFrame) -> Table:
     stepped = "step" in table.columns and table.get_column("step").is_not_null().any()
     has_train = has_train & pl.col("step").is_not_null() if stepped else has_train
     has_eval = has_eval & pl.col("step").is_not_null() if stepped else has_eval
+    if evals and "loss" in table.columns and table.get_column("loss").is_not_null().any():
+        # where training rows carry a loss, a row with evaluation values and no loss is
+        # an evaluation, whatever bookkeeping it shares (mmengine's ``data_time``, ``time``)
+        has_train = has_train & (pl.col("loss").is_not_null() | ~has_eval)
     kind = table.select(has_train.alias("t"), (~has_train & has_eval).alias("e"))
     records = table.filter(kind.get_column("t"))
     keep = [c for c in records.columns if c in core or records.get_column(c).is_not_null().any()]

@@ -33,6 +33,10 @@ ITERATION = "\0iteration"  # layout mark of the ``iteration N/ M`` piece
 _STAMP = r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]"
 _ITERATION_PIECE = re.compile(PREFIX + r"iteration\s+(?P<step>\d+)\s*/\s*(?P<total>\d+)\s*$")
 _STEP_TAIL = vx(r"(\d+)\s*$")
+# a field without a colon, as early Megatron forks print them: words, then the value
+_BARE_FIELD = re.compile(
+    r"^(\s*[A-Za-z][A-Za-z ()/_.-]*?\s+)(?:[-+]?(?:\d|\.\d)|(?i:nan|inf))\S*\s*$"
+)
 # Share of the open records a layout must fit for its values to be read on all of them
 # (one pass, the misfits' values dropped after) rather than on the fitting ones only.
 _READ_ALL = 0.5
@@ -142,6 +146,8 @@ def _layout(row: dict, width: int) -> Layout | None:
             pieces.append((j, ITERATION))
         elif cut >= 0:
             pieces.append((j, piece[: cut + 1]))
+        elif m := _BARE_FIELD.match(piece):  # an early layout: ``lm loss 6.758929E+00``
+            pieces.append((j, m.group(1)))
         else:
             pieces.append((j, None))
     return nb, pieces
@@ -180,7 +186,7 @@ def _values(parts: pl.DataFrame, layout: Layout, ok: pl.Series | None) -> pl.Dat
             step_piece = f"field_{j}" if quick else None
         if prefix is None or prefix == ITERATION:
             continue
-        key = prefix[:-1].strip()
+        key = prefix.strip().removesuffix(":").strip()
         if key in raw or not key:
             continue
         raw[key] = pl.col(f"field_{j}").str.slice(len(prefix)).str.strip_chars()

@@ -40,7 +40,7 @@ EXAMPLE = (
 )
 MAPS = _MAPS
 
-_RECORD = re.compile(r"\| train_inner \| \{")
+_RECORD = re.compile(r"\| train_inner \| \{|\]\[train_inner\]\[INFO\] - \{")
 _BARE = re.compile(r'^\s*\{"epoch": \d+, .*"(?:\w+_)?num_updates": "')
 _FRAMEWORK = re.compile(r"\d \| [A-Z]+ \| (?:metaseq|fairseq)")
 

@@ -18,7 +18,8 @@ from parsers.metaseq.lines import read_times, timestamps
 from parsers.metaseq.parts import in_parts
 
 MARK = "| train_inner | {"
-_TAGGED = r"\| ([^|{}]+?) \| (\{.*)$"
+HYDRA_MARK = "][train_inner][INFO] - {"  # fairseq-hydra-train: ``[time][tag][LEVEL] - {``
+_TAGGED = r"\| ([^|{}]+?) \| (\{.*)$|\]\[([^\]\[{}|]+?)\]\[[A-Z]+\] - (\{.*)$"
 _BARE = r"^\s*(?:\|\s*)?(\{.*)$"
 _VALID = r"^(?:valid|test)"
 _OFFSETS = 16  # payload offsets cut one by one (see _payloads)
@@ -29,19 +30,24 @@ def find(lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     and the others (``line``, ``text``, ``tag``, ``payload``, ``time``), in line order.
 
     The records are most of a log: their text is cut once and not copied around."""
-    mark = pl.col("text").str.find(MARK, literal=True).alias("pos")
+    text = pl.col("text")
+    mark = pl.coalesce(
+        text.str.find(MARK, literal=True) + (len(MARK) - 1),
+        text.str.find(HYDRA_MARK, literal=True) + (len(HYDRA_MARK) - 1),
+    ).alias("pos")
     pos = in_parts(lines.select("text"), lambda lf: lf.select(mark)).to_series()
     found = pos.is_not_null()
-    records = lines.filter(found).with_columns((pos.filter(found) + len(MARK) - 1).alias("start"))
+    records = lines.filter(found).with_columns(pos.filter(found).alias("start"))
     inner = _payloads(records).with_columns(read_times(records.get_column("text")))
     rest = lines.filter(~found)
     rest = rest.filter(pl.col("text").str.contains("{", literal=True))
-    tagged = rest.with_columns(
-        pl.col("text").str.extract(_TAGGED, 1).str.strip_chars().alias("tag"),
-        pl.col("text").str.extract(_TAGGED, 2).alias("payload"),
-    ).filter(pl.col("payload").is_not_null())
+    tag = pl.coalesce(text.str.extract(_TAGGED, 1), text.str.extract(_TAGGED, 3))
+    payload = pl.coalesce(text.str.extract(_TAGGED, 2), text.str.extract(_TAGGED, 4))
+    tagged = rest.with_columns(tag.str.strip_chars().alias("tag"), payload.alias("payload")).filter(
+        pl.col("payload").is_not_null()
+    )
     bare = rest.filter(
-        pl.col("text").str.extract(_TAGGED, 2).is_null()
+        payload.is_null()
         & pl.col("text").str.contains(_BARE)
         & pl.col("text").str.contains('"epoch"', literal=True)
     ).with_columns(pl.col("text").str.extract(_BARE, 1).alias("payload"))

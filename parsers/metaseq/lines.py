@@ -28,10 +28,12 @@ TIMESTAMP = f"({_STAMP})"
 _SECONDS = "%Y-%m-%d %H:%M:%S"
 _PART = 20_000  # lines a regex test reads in one thread, at least
 LOGGER = TIMESTAMP + r" \| [A-Z]+ \| "
-_QUIET = r"\d \| (?:INFO|DEBUG) \| |NCCL INFO"  # never crash evidence
+HYDRA_LOGGER = r"\[" + TIMESTAMP + r"\]\[[\w.]+\]\[[A-Z]+\] - "  # fairseq-hydra-train
+_QUIET = r"\d \| (?:INFO|DEBUG) \| |\d\]\[[\w.]+\]\[(?:INFO|DEBUG)\] - |NCCL INFO"
 _NOISE = "|".join(
     [
         LOGGER,
+        HYDRA_LOGGER,
         ev.PREFIX + r"\s*\| ",  # fairseq before 0.10 printed its messages behind "| "
         r"NCCL INFO",
         ev.PREFIX + r"During handling of the above exception",

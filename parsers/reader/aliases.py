@@ -21,6 +21,7 @@ ALIASES: dict[str, str] = {
     "iters": STEP,
     "iteration": STEP,
     "it": STEP,
+    "i": STEP,  # torch-rnn: ``Epoch 1.00 / 100, i = 10 / 672300, loss = 0.099``
     "global_step": STEP,
     "globalstep": STEP,
     "num_updates": STEP,

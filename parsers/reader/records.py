@@ -175,6 +175,8 @@ def _base(first: str, t: Template, spec: Spec) -> int:
     record (``first``: its body) is of epoch 1 (``Epoch [1/10]``), else 0."""
     if spec.epoch_base is not None:
         return spec.epoch_base
+    if t.epoch_base is not None:
+        return t.epoch_base
     f = next((f for f in t.fields if f.role == "epoch"), None)
     if f is None:
         return 0
@@ -293,8 +295,16 @@ def numbered(records: pl.DataFrame, stated: str | None, meta: dict) -> tuple[pl.
         + (f" x logging_steps={every}" if stated is not None else " (1, 2, 3, ...)")
     )
     meta["steps_numbered"] = True
-    n = records.height
-    return records.with_columns(pl.Series("step", np.arange(1, n + 1) * every, pl.Int64)), twins
+    # the epoch going back (0.01 -> 0.0) starts another run pasted after the first: its
+    # records are numbered from 1 again (and read as a run of their own)
+    starts = np.zeros(records.height, dtype=bool)
+    if "epoch" in records.columns and records.height > 1:
+        epoch = records.get_column("epoch").cast(pl.Float64).fill_nan(None).forward_fill()
+        starts[1:] = (epoch.diff() < 0).fill_null(False).to_numpy()[1:]
+    run = np.cumsum(starts)
+    first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+    number = np.arange(records.height) - first[run] + 1
+    return records.with_columns(pl.Series("step", number * every, pl.Int64)), twins
 
 
 def _twins(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
@@ -302,6 +312,7 @@ def _twins(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
         return records, 0
     loss, epoch = pl.col("loss"), pl.col("epoch")
     close = (loss - loss.shift(-1)).abs() <= 1e-4 + 1e-3 * loss.abs()
+    close = close & loss.is_finite() & loss.shift(-1).is_finite()  # (NaN <= NaN holds)
     same = (epoch == epoch.shift(-1)) | (epoch.is_not_null() & epoch.shift(-1).is_null())
     twin = same & (close | (loss.is_nan() & loss.shift(-1).is_nan()))  # (null: a cut twin)
     if "lr" in records.columns:  # a second print shows the same learning rate (rounded)

@@ -34,7 +34,8 @@ _EVAL = re.compile(
 _EVAL_KEY = re.compile(r"(?i)^(?:val|valid|validation|eval|test|predict)(?:_|/|\s|$)")
 # a line that announces an evaluation (MetricLogger's ``Test:``, mmengine's ``Epoch(val)``)
 _EVAL_HEAD = re.compile(
-    r"(?:^|[\s\]|:>-])(?:Test|Eval|Evaluation|Validation|Valid|Val|Evaluating)(?::|\s+\[)"
+    r"(?:^|[\s\]|:>-])(?:Test|Eval|Evaluation|Validation|Valid|Val|Evaluating)"
+    r"(?:\s*\([^)]{1,20}\))?(?::|\s+\[)"  # (timm's ``Test (EMA): [ 0/195]`` too)
     r"|\((?:val|test)\)|(?i:\[(?:val|valid|validation|eval|test)\])"
     r"|^(?i:val|valid|test|eval)\[\s*\d"  # a ProgressMeter named ``val``: ``val[ 0/40]``
 )
@@ -73,6 +74,7 @@ class Template:
     fields: list[Field] = field(default_factory=list)
     dict_line: bool = False
     count: int = 1  # lines of this shape in the file
+    epoch_base: int | None = None  # the number of the first epoch, where the layout says
 
     def columns(self) -> list[Field]:
         return [f for f in self.fields if f.column is not None]
@@ -182,6 +184,7 @@ def _epoch_before_position(t: Template) -> None:
         phase = f.key is not None and aliases.norm(f.key) in _PHASE_WORDS
         if g.role == "position" and f.role == "value" and phase:
             f.role, f.column = "epoch", "epoch"
+            t.epoch_base = 0  # (timm numbers its first epoch 0)
 
 
 def _one_step(t: Template) -> None:
@@ -224,13 +227,15 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
         return "summary"
     lead = t.fields and t.fields[0].role in ("lead", "position")
     counted = has_step or lead or _epoch_position(t) or _counted(t)
-    if (metrics and (counted or t.dict_line)) or (any_value and counted and len(keys) >= 1):
+    named = [f for f in t.fields if f.key and f.role != "step"]  # (a step alone is no record)
+    if (metrics and (counted or t.dict_line)) or (any_value and counted and named):
         return "record"
-    if has_step and not metrics:
+    shell = example.rstrip().endswith("\\")  # ``TRAIN_ITERS=137650 \`` of a job script
+    if has_step and not metrics and not shell:
         return "header"
     if [f.role for f in t.fields] in (["epoch"], ["epoch", "total"]):
         return "epoch"  # ``Epoch 2/10`` alone: the records after it are of that epoch
-    if len(t.fields) == 1 and t.fields[0].key and not has_step and "=" in example:
+    if len(t.fields) == 1 and t.fields[0].key and not has_step and "=" in example and not shell:
         return "pair"
     return None
 

@@ -77,10 +77,16 @@ def to_parsed(t: Table) -> Parsed:
     names = {k: ("wandb_step" if k == "_step" else v) for k, v in names.items()}
     base = f.select(*exprs, *[pl.col(k).alias(names[k]) for k in train], *evals)
     cols = [names[k] for k in train]
-    has_train = pl.any_horizontal(pl.col(cols).is_not_null()) if cols else pl.lit(False)
+    # a value logged once, alone on its row (``trainable_parameters`` at _step 0), is the
+    # run's metadata, not a record
+    once = [c for c in cols if base.get_column(c).count() <= 1 and c != "loss"]
+    steady = [c for c in cols if c not in once]
+    has_train = pl.any_horizontal(pl.col(steady).is_not_null()) if steady else pl.lit(False)
     has_eval = pl.any_horizontal(pl.col(evals).is_not_null()) if evals else pl.lit(False)
-    kinds = base.with_columns(has_train.alias("_t"), has_eval.alias("_e"))
-    rows = kinds.filter(pl.col("_t") & ~pl.col("_e")).select(
+    # a row with a training loss beside evaluation values is both a record and an event
+    lossy = pl.col("loss").is_not_null() if "loss" in cols else pl.lit(False)
+    kinds = base.with_columns(has_train.alias("_t"), has_eval.alias("_e"), lossy.alias("_l"))
+    rows = kinds.filter(pl.col("_t") & (~pl.col("_e") | pl.col("_l"))).select(
         [c for c in base.columns if c not in evals]
     )
     records, merged = merge_steps(rows)
