@@ -499,14 +499,14 @@ def test_timm_epochs_count_from_zero_and_its_ema_test_lines_are_validation(tmp_p
 
 
 def test_a_job_scripts_shell_lines_are_no_records(tmp_path):
-    text = (
-        "    ; LR_DECAY_STYLE=constant \\\n        TRAIN_ITERS=137650 \\\n"
-        "        GRAD_ACC_STEPS=2 \\\n        bash train.sh\n"
-        "[2025-11-10 10:20:01][I] step=136004 loss=12.3165 lr=0.0002\n"
-        "[2025-11-10 10:20:09][I] step=136005 loss=11.9679 lr=0.0002\n"
-    )
+    script = ["    ; LR_DECAY_STYLE=constant", "TRAIN_ITERS=137650", "GRAD_ACC_STEPS=2"]
+    text = "".join(f"{line} \\\n" for line in script) + "        bash train.sh\n"
+    for step, loss in ((136004, 12.3165), (136005, 11.9679)):
+        text += f"[2025-11-10 10:20:0{step % 10}][I] step={step} loss={loss} lr=0.0002\n"
     (run,) = _runs(tmp_path, text)
-    assert run.metrics.select("step", "loss").rows() == [(136004, 12.3165), (136005, 11.9679)]
+    assert _steps(run) == [136004, 136005]
+    assert run.metrics.get_column("loss").to_list() == [12.3165, 11.9679]
+    assert run.events_of("restart") == []
 
 
 def test_pasted_runs_without_steps_are_numbered_each_from_one(tmp_path):
