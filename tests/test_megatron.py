@@ -326,3 +326,19 @@ def test_an_early_forks_fields_without_colons_are_read(tmp_path):
     assert [(e.step, e.old, e.new) for e in run.events_of("loss_scale_change")] == [
         (500, 64.0, 8.0)
     ]
+
+
+def test_a_value_that_does_not_read_is_left_empty_and_counted(tmp_path):
+    rec = (
+        " iteration {i:8d}/ 1000 | consumed samples: {s} | learning rate: 6.000E-05 | "
+        "lm loss: {loss} | loss scale: 65536.0 | grad norm: {g} |\n"
+    )
+    text = rec.format(i=1, s=512, loss="2.345678E+00", g="1.2")
+    text += rec.format(i=2, s=1024, loss="2.2", g="abc")
+    text += rec.format(i=3, s=1536, loss="n/a", g="1.1")
+    path = tmp_path / "x.log"
+    path.write_text(text)
+    (run,) = parsers.read_logs(path)
+    rows = run.metrics.select("step", "loss", "grad_norm").rows()
+    assert rows == [(1, 2.345678, 1.2), (2, 2.2, None), (3, None, 1.1)]
+    assert "2 value(s) unreadable, left empty; first at line 2" in run.meta.caveats

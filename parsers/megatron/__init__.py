@@ -56,7 +56,7 @@ MAPS = (
 
 TEXT_MAX = 300
 _TAIL = 64  # records read at a time from the end for the planned total
-_DROP = ("nlines", "_cut", "_loss_absent", "text")
+_DROP = ("nlines", "_cut", "_loss_absent", "_unread", "text")
 _RECORD_RE = re.compile(PREFIX + RECORD_START)
 _BANNERS_RE = re.compile(
     r"using world size: \d+|> initializing (?:torch distributed|tensor model parallel)"
@@ -169,6 +169,10 @@ def _meta(recs: pl.DataFrame, counts: dict[str, int], n_dup: int) -> dict:
     caveats = []
     if cut:
         caveats.append(f"{cut} record(s) cut mid-line: only their complete fields were read")
+    unread = recs.filter(pl.col("_unread") > 0)
+    if unread.height:
+        n, first = int(unread.get_column("_unread").sum()), int(unread.get_column("line")[0])
+        caveats.append(f"{n} value(s) unreadable, left empty; first at line {first}")
     if n_dup:
         meta["duplicate_records"] = n_dup
     if caveats:

@@ -88,6 +88,7 @@ def _read_chunk(recs: pl.DataFrame) -> pl.DataFrame:
             "nlines": recs.get_column("nlines"),
             "_cut": fields.get_column("_cut").fill_null(False),
             "_loss_absent": fields.get_column("_loss_absent").fill_null(True),
+            "_unread": _column(fields, "_unread").fill_null(0).cast(pl.UInt32),
         }
     )
     typed = fields.select(c for c in fields.columns if not c.startswith("_"))
@@ -151,3 +152,9 @@ def missing_loss(frame: pl.DataFrame) -> pl.Series:
     return frame.select(
         pl.col("_loss_absent") & pl.any_horizontal(pl.col(c).is_not_null() for c in later)
     ).to_series()
+
+
+def _column(frame: pl.DataFrame, name: str) -> pl.Series:
+    if name in frame.columns:
+        return frame.get_column(name)
+    return pl.repeat(0, frame.height, dtype=pl.UInt32, eager=True).alias(name)
