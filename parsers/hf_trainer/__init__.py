@@ -69,6 +69,11 @@ def sniff(head: list[str]) -> int:
     """95 when the head is a trainer_state.json (``"log_history": [`` beside
     ``"global_step"``), else 0."""
     text = "\n".join(head[:200])  # indented by the Trainer, or compact as pasted
+    # several whole objects, one a line, are a JSONL log (whose last line may hold a
+    # trainer state: ms-swift's ``logging.jsonl``), not one trainer_state.json
+    whole = [h for h in head[:200] if h.lstrip().startswith("{") and h.rstrip().endswith("}")]
+    if len(whole) >= 2:
+        return 0
     return 95 if _HISTORY.search(text) and _GLOBAL_STEP.search(text) else 0
 
 

@@ -129,7 +129,13 @@ def _split(table: pl.DataFrame) -> Table:
     evals = [c for c in table.columns if jc.EVAL.match(c)]
     core = {"line", "time", "step"}
     train = [c for c in table.columns if c not in core and c not in evals]
-    has_train = pl.any_horizontal(pl.col(train).is_not_null()) if train else pl.lit(False)
+    # keys of one row alone (a closing row of settings and paths) make no record; nor does
+    # the Trainer's closing summary (``train_runtime``, its mean ``train_loss``)
+    once = {c for c in train if table.get_column(c).count() <= 1 and c != "loss"}
+    steady = [c for c in train if c not in once]
+    has_train = pl.any_horizontal(pl.col(steady).is_not_null()) if steady else pl.lit(False)
+    if "train_runtime" in table.columns:
+        has_train = has_train & pl.col("train_runtime").is_null()
     has_eval = pl.any_horizontal(pl.col(evals).is_not_null()) if evals else pl.lit(False)
     # a row without a step in a file whose rows have steps is metadata (a config line)
     stepped = "step" in table.columns and table.get_column("step").is_not_null().any()

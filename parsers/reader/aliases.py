@@ -55,6 +55,7 @@ ALIASES: dict[str, str] = {
     "train_crossentropyloss": "loss",
     "ce_loss": "loss",
     "xent": "loss",  # OpenNMT-py (cross-entropy per token)
+    "trl": "loss",  # llm.c's main.log: ``trl`` train loss (``tel`` is its eval loss)
     "train_ce_loss": "loss",
     "loss_step": "loss",
     "step_loss": "loss",
@@ -74,6 +75,7 @@ ALIASES: dict[str, str] = {
     "grad_norm": "grad_norm",
     "gradnorm": "grad_norm",
     "gnorm": "grad_norm",
+    "norm": "grad_norm",  # build-nanogpt and llm.c: ``norm: 0.70`` is the gradient norm
     "total_grad_norm": "grad_norm",
     "optim_total_grad_norm": "grad_norm",
     "grad_norm_total": "grad_norm",

@@ -144,6 +144,8 @@ def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) 
             f.column, f.scale = "step_time_s", 1e-3
         return
     col = aliases.canonical(key, extra)
+    if key == "s" and f.index == 0 and f.pre.strip() == "s:":
+        col = aliases.STEP  # llm.c's main.log: ``s:243 trl:6.1499 lr:0.000209 norm:0.70``
     if col == aliases.STEP and unit == "%":  # ``Iteration:  23%|...``: a bar's progress
         col = None
     if col == aliases.STEP:
