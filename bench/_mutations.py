@@ -53,6 +53,7 @@ SEEDS: dict[str, tuple[str, ...]] = {
     "olmo": ("fixtures/text/olmo_multiline.log",),
     "mlx-lm": ("fixtures/real/mlx_lm/mlx_examples_issue620_loss_blowup.log",),
     "llama2c": ("fixtures/real/llama2c/modded_llama2_pr9_lr_decay_evals.log",),
+    "modded-nanogpt": ("fixtures/real/nanogpt/modded_2025_step_lines_without_loss_val_at_250.log",),
     "hf-trainer-log": ("fixtures/text/hf_dicts_logging_steps.log",),
     "deepspeed": ("fixtures/real/deepspeed/ds_chat_rm_opt350m_grad_overflow_per_rank.log",),
     "csv": ("fixtures/real/csv/yolov5_results_csv_space_padded_columns.csv",),

@@ -40,7 +40,6 @@ KNOWN_GAPS = {
     "hf_trainer/transformers_issue9415_two_ranks_prefixed_dicts_differ": "ranks' prints differ",
     "hf_trainer/trl_dapo_grpo_run_terminal_cr_bars_custom_nan_warnings": "redraws amid dicts",
     "text/trace_issue5_epoch_step_loss_in_tqdm_desc_repeats_each_epoch": "epochs out of order",
-    "nanogpt/modded_2025_step_lines_without_loss_val_at_250": "step lines without a loss",
     "fairseq/fairseq_lua_issue26_blstm_epoch_jumps_20_to_100": "fairseq-lua's layout",
     "text/ultralytics_issue21765_yolov8_negative_box_loss_epochs7_9": "epoch tables of YOLOv8",
     "text/yolact_issue359_apex_overflow_between_iters": "one-letter loss keys",

@@ -525,3 +525,19 @@ def test_a_table_of_several_runs_named_in_its_first_column(tmp_path):
         [(0, 4.72), (500, 2.28)],
         [(0, 10.9), (500, 5.1)],
     ]
+
+
+def test_the_speedruns_step_lines_are_records_without_a_loss(tmp_path):
+    line = "step:{s}/1660 train_time:{t}ms step_avg:91.60ms\n"
+    text = line.format(s=249, t=22810) + line.format(s=250, t=22901)
+    text += "step:250/1660 val_loss:3.9653 train_time:22901ms step_avg:91.60ms\n"
+    text += line.format(s=251, t=22993)
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "modded-nanogpt"
+    assert run.metrics.select("step", "step_time_s", "train_time_ms").rows() == [
+        (249, 0.0916, 22810.0),
+        (250, 0.0916, 22901.0),
+        (251, 0.0916, 22993.0),
+    ]
+    (v,) = run.events_of("validation")
+    assert (v.step, v.values["loss"]) == (250, 3.9653)
