@@ -32,12 +32,15 @@ def streamable(path: str | Path) -> bool:
     """Whether the file is large enough to be read in blocks."""
     p = local(path)
     try:
-        size = os.stat(p).st_size
-        with p.open("rb") as fh:
-            gz = fh.read(2) == b"\x1f\x8b"
+        size, gz = os.stat(p).st_size, _gzipped(p)
     except OSError:
         return False
     return size >= (STREAM_MIN // 8 if gz else STREAM_MIN)
+
+
+def _gzipped(p: Path) -> bool:
+    with p.open("rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
 
 
 class LineBlocks:
@@ -76,8 +79,7 @@ class LineBlocks:
             self.stats, self._counted = stats, True
 
     def _open(self) -> tuple[BinaryIO, bool]:
-        with self.path.open("rb") as fh:
-            gz = fh.read(2) == b"\x1f\x8b"
+        gz = _gzipped(self.path)
         return (gzip.open(self.path, "rb") if gz else self.path.open("rb")), gz
 
 

@@ -54,3 +54,10 @@ def python_time(col: str = "time") -> pl.Expr:
     """Column ``col`` with times outside the years 1-9999 (a damaged stamp) as none:
     nothing downstream (events, reports) can hold them."""
     return pl.when(pl.col(col).dt.year().is_between(1, 9999)).then(pl.col(col)).alias(col)
+
+
+def repeated(frame: pl.DataFrame, cols: list[str]) -> list[str]:
+    """The columns of ``cols`` with a value on more than one row (and ``loss`` always): a
+    value logged once, alone on its row (a parameter count, a closing row of settings),
+    is the run's metadata, not a record."""
+    return [c for c in cols if c == "loss" or frame.get_column(c).count() > 1]

@@ -51,7 +51,8 @@ def bad_records(ctx: Context, columns: tuple[str, ...]) -> pl.DataFrame:
     parts = []
     # the parts of a loss that frameworks print without a total (mmseg's
     # ``decode.loss_seg``, detectron2's ``loss_cls``) are watched with the loss
-    parts_of_loss = [c for c in m.columns if "loss" in c and c not in columns and "loss" in columns]
+    watched = "loss" in columns
+    parts_of_loss = [c for c in m.columns if watched and "loss" in c and c not in columns]
     for col in (*columns, *parts_of_loss):
         if col not in m.columns or not m.schema[col].is_float():
             continue

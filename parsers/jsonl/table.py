@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from logbook.schema import METRIC_COLUMNS
-from parsers.columns import snake
+from parsers.columns import repeated, snake
 from parsers.jsonl import columns as jc
 
 _INTEGER = ("step", "skipped", "nan_count", "samples", "tokens", "batch_size")
@@ -131,8 +131,7 @@ def _split(table: pl.DataFrame) -> Table:
     train = [c for c in table.columns if c not in core and c not in evals]
     # keys of one row alone (a closing row of settings and paths) make no record; nor does
     # the Trainer's closing summary (``train_runtime``, its mean ``train_loss``)
-    once = {c for c in train if table.get_column(c).count() <= 1 and c != "loss"}
-    steady = [c for c in train if c not in once]
+    steady = repeated(table, train)
     has_train = pl.any_horizontal(pl.col(steady).is_not_null()) if steady else pl.lit(False)
     if "train_runtime" in table.columns:
         has_train = has_train & pl.col("train_runtime").is_null()

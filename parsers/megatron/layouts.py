@@ -103,14 +103,15 @@ def _written_over(base: pl.DataFrame, parts: list[pl.DataFrame]) -> pl.DataFrame
     schema = pl.concat([f.clear() for f in (base, *parts)], how="diagonal_relaxed").schema
     cols = []
     for name, dtype in schema.items():
-        col = _column(base, name, dtype)
+        col = column(base, name, dtype)
         for part in parts:
-            col = col.scatter(part.get_column("_idx"), _column(part, name, dtype))
+            col = col.scatter(part.get_column("_idx"), column(part, name, dtype))
         cols.append(col)
     return pl.DataFrame(cols)
 
 
-def _column(frame: pl.DataFrame, name: str, dtype: pl.DataType) -> pl.Series:
+def column(frame: pl.DataFrame, name: str, dtype: pl.DataType) -> pl.Series:
+    """Column ``name`` of ``frame`` as ``dtype``; all null where the frame has none."""
     if name in frame.columns:
         return frame.get_column(name).cast(dtype)
     return pl.repeat(None, frame.height, dtype=dtype, eager=True).alias(name)
@@ -269,19 +270,24 @@ def _typed(raw: pl.DataFrame) -> pl.DataFrame:
     )
     head = raw.select(*marks, absent.alias("_loss_absent"))
     keys = [k for k in raw.columns if not k.startswith("_")]
-    each = [typed_columns(raw.select(k)).to_series().alias(k) for k in keys]
-    head = head.with_columns(_unreadable(raw.select(keys), each))
-    return pl.concat([head, typed_columns(raw)], how="horizontal")
+    each = [typed_columns(raw.select(k)) for k in keys]  # (keys are typed one by one)
+    head = head.with_columns(_unreadable(raw.select(keys), [t.to_series() for t in each]))
+    cols: dict[str, list[pl.Series]] = {}
+    for t in each:
+        for col in t.get_columns():
+            cols.setdefault(col.name, []).append(col)
+    return pl.concat([head, pl.DataFrame(merged(cols))], how="horizontal")
 
 
 def _unreadable(texts: pl.DataFrame, typed: list[pl.Series]) -> pl.Series:
     """``_unread``: how many values of each record were printed but read as nothing
-    (``lm loss: 2.3x4``): the record keeps them empty, a caveat counts them."""
+    (``grad norm: abc``): the record keeps them empty, a caveat counts them (``typed``:
+    the columns of ``texts`` typed, in its order)."""
     if not typed:
         return pl.repeat(0, texts.height, dtype=pl.UInt32, eager=True).alias("_unread")
     bad = [
-        (texts.get_column(t.name).is_not_null() & (texts.get_column(t.name) != "") & t.is_null())
-        for t in typed
+        (raw.is_not_null() & (raw != "") & t.is_null())
+        for raw, t in zip(texts.get_columns(), typed, strict=True)
     ]
     return (
         pl.DataFrame(bad)

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import polars as pl
 
-from parsers.megatron.layouts import read_fields
+from parsers.megatron.layouts import column, read_fields
 from parsers.megatron.lines import CONT, PREFIX, RECORD, RECORD_START, ascii_classes, vx
 
 # Fields Megatron prints after the loss: a record that has one of them but no loss
@@ -88,7 +88,7 @@ def _read_chunk(recs: pl.DataFrame) -> pl.DataFrame:
             "nlines": recs.get_column("nlines"),
             "_cut": fields.get_column("_cut").fill_null(False),
             "_loss_absent": fields.get_column("_loss_absent").fill_null(True),
-            "_unread": _column(fields, "_unread").fill_null(0).cast(pl.UInt32),
+            "_unread": column(fields, "_unread", pl.UInt32).fill_null(0),
         }
     )
     typed = fields.select(c for c in fields.columns if not c.startswith("_"))
@@ -152,9 +152,3 @@ def missing_loss(frame: pl.DataFrame) -> pl.Series:
     return frame.select(
         pl.col("_loss_absent") & pl.any_horizontal(pl.col(c).is_not_null() for c in later)
     ).to_series()
-
-
-def _column(frame: pl.DataFrame, name: str) -> pl.Series:
-    if name in frame.columns:
-        return frame.get_column(name)
-    return pl.repeat(0, frame.height, dtype=pl.UInt32, eager=True).alias(name)

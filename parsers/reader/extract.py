@@ -131,13 +131,14 @@ def _skipped_steps(
     for i, evs in groups.items():
         prev = rec_steps[i - 1] if i > 0 and np.isfinite(rec_steps[i - 1]) else None
         nxt = rec_steps[i] if i < len(rec_steps) and np.isfinite(rec_steps[i]) else None
-        order, last = [], None
+        order, n, last = [], -1, None
         for ev in evs:  # the position of each distinct overflow in the group
             scale = getattr(ev, "attempted_scale", None)
             key = (scale, getattr(ev, "new_scale", None)) if scale is not None else ev.text
-            order.append(len(order) if not order else order[-1] + (key != last))
+            n += key != last
+            order.append(n)
             last = key
-        k = (order[-1] + 1) if order else 0
+        k = n + 1
         for ev, n in zip(evs, order, strict=True):
             if prev is not None:
                 step = prev + 1 + n

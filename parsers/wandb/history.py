@@ -20,7 +20,7 @@ import polars as pl
 from logbook.parsed import Parsed
 from logbook.schema import EventBase, Source, Validation
 from parsers import tags as tt
-from parsers.columns import with_core
+from parsers.columns import repeated, with_core
 from parsers.csv_metrics import merge_steps
 
 CHART_X = "_chart_x"  # a chart export's x-axis (renamed so): the step of its rows
@@ -77,10 +77,7 @@ def to_parsed(t: Table) -> Parsed:
     names = {k: ("wandb_step" if k == "_step" else v) for k, v in names.items()}
     base = f.select(*exprs, *[pl.col(k).alias(names[k]) for k in train], *evals)
     cols = [names[k] for k in train]
-    # a value logged once, alone on its row (``trainable_parameters`` at _step 0), is the
-    # run's metadata, not a record
-    once = [c for c in cols if base.get_column(c).count() <= 1 and c != "loss"]
-    steady = [c for c in cols if c not in once]
+    steady = repeated(base, cols)  # (``trainable_parameters`` alone at _step 0: no record)
     has_train = pl.any_horizontal(pl.col(steady).is_not_null()) if steady else pl.lit(False)
     has_eval = pl.any_horizontal(pl.col(evals).is_not_null()) if evals else pl.lit(False)
     # a row with a training loss beside evaluation values is both a record and an event
