@@ -45,12 +45,14 @@ from parsers import (
     mmengine,
     modded_nanogpt,
     nanogpt,
+    nanogpt_logtxt,
     nemo,
     olmo,
     table,
     tensorboard,
     text,
     torchtitan,
+    trainer_table,
     wandb,
 )
 from parsers.accounting import count_lines
@@ -79,8 +81,10 @@ FORMATS: dict[str, ModuleType] = {
     "mlx-lm": mlx_lm,
     "llama2c": llama2c,
     "modded-nanogpt": modded_nanogpt,
+    "nanogpt-logtxt": nanogpt_logtxt,
     "hf-trainer-log": hf_trainer_log,
     "deepspeed": deepspeed,
+    "hf-trainer-table": trainer_table,
     "csv": table,
     "text": text,
 }

@@ -135,6 +135,24 @@ def test_comment_lines_above_the_json_are_left_out(tmp_path):
     assert run.metrics.select("step", "loss").rows() == [(1, 1.0)]
 
 
+def test_a_state_pasted_into_prose_and_cut_short_keeps_its_complete_entries():
+    rows = [{"epoch": 0.1 * i, "loss": 2.0 - 0.1 * i, "step": 10 * i} for i in range(1, 4)]
+    body = json.dumps({"global_step": 750, "logging_steps": 10, "log_history": rows}, indent=2)
+    whole, _ = parse_text("Thanks! `" + body + "` I ran it twice.")
+    assert whole.metrics.select("step", "loss").rows() == [(10, 1.9), (20, 1.8), (30, 1.7)]
+    assert not any("cut short" in c for c in whole.meta["caveats"])
+    cut = body[: body.index('"step": 30')]  # inside the third entry
+    p, _ = parse_text("Thanks! `" + cut)
+    assert p.metrics.select("step", "loss").rows() == [(10, 1.9), (20, 1.8)]
+    assert p.meta["trainer_state"]["global_step"] == 750
+    assert p.meta["caveats"][-1] == (
+        "the JSON is cut short inside log_history: its 2 complete entries were read, "
+        "the rest is lost"
+    )
+    # the lines of the cut entry are put aside, not counted as the last record's
+    assert p.metrics.get_column("line").to_list() == [5, 10]
+
+
 def test_bad_files_are_input_errors(tmp_path):
     with pytest.raises(InputError, match="not a readable trainer_state.json"):
         parse_text('{"log_history": [')

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from _rows import assert_fixture_rows, parse_accounted, text_run
 
+import parsers
 from logbook.run import Run
 from parsers import nanogpt
 
@@ -73,3 +74,22 @@ def test_the_minimal_loop_prints_what_the_parser_reads(tmp_path):
     assert p.metrics.get_column("step").to_list() == list(range(31))
     assert [e.step for e in p.events if e.kind == "validation"] == [0, 25]
     assert p.unrecognized.len() == 0
+
+
+def test_build_nanogpt_log_txt_train_lines_are_records_val_and_hella_evaluations(tmp_path):
+    path = tmp_path / "log.txt"
+    path.write_text(
+        "0 val 10.9310\n0 hella 0.2413\n0 train 10.934416\n1 train 10.883945\n"
+        "2 train nan\n3 train 10.1\n3 val 9.9\n"
+    )
+    assert parsers.sniff(path) == "nanogpt-logtxt"
+    (run,) = parsers.read_logs(path)
+    assert run.metrics.select("line", "step").rows() == [(3, 0), (4, 1), (5, 2), (6, 3)]
+    assert run.metrics.get_column("loss").to_list()[:2] == [10.934416, 10.883945]
+    got = [(e.kind, e.step, getattr(e, "values", None)) for e in run.events]
+    assert got == [
+        ("validation", 0, {"loss": 10.931}),
+        ("validation", 0, {"hella_acc": 0.2413}),
+        ("nonfinite", 2, None),
+        ("validation", 3, {"loss": 9.9}),
+    ]

@@ -31,19 +31,15 @@ KNOWN_GAPS = {
     "text/rwkv_issue266_mini_epoch_bars": "a one-letter step key (s 833)",
     "text/timeseries_library_timemixer_issue88_tab_indented_iters": "epoch length on its own line",
     "text/ultralytics_yolov8_fathomnet_iopub_rate_exceeded_gap": "epoch tables of YOLOv8",
-    "hf_trainer/wav2vec2_npsc_model_card_divergence_zero_loss": "a model card's results table",
-    "hf_trainer/wav2vec2_tr_model_card_no_log_repeated_train_loss": "a model card's results table",
     "hf_trainer/llamafactory_issue5660_bf16_then_fp16_two_runs_grad_norm_nan": "two runs unmarked",
     "hf_trainer/llamafactory_issue6286_callback_line_plus_trainer_dict_per_step": "no bar first",
     "hf_trainer/malaysia_ai_ray_gpt2_resume_ckpt200_after_s3_timeout": "bar steps of two workers",
-    "hf_trainer/open_llama_issue63_trainer_state_pasted_inline_truncated": "a JSON cut short",
     "hf_trainer/transformers_issue9415_two_ranks_prefixed_dicts_differ": "ranks' prints differ",
     "hf_trainer/trl_dapo_grpo_run_terminal_cr_bars_custom_nan_warnings": "redraws amid dicts",
     "text/trace_issue5_epoch_step_loss_in_tqdm_desc_repeats_each_epoch": "epochs out of order",
     "fairseq/fairseq_lua_issue26_blstm_epoch_jumps_20_to_100": "fairseq-lua's layout",
     "text/ultralytics_issue21765_yolov8_negative_box_loss_epochs7_9": "epoch tables of YOLOv8",
     "text/yolact_issue359_apex_overflow_between_iters": "one-letter loss keys",
-    "nanogpt/build_nanogpt_logtxt_step_stream_value_stopped_at_94": "a key naming the stream",
 }
 
 

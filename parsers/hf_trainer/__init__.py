@@ -159,8 +159,14 @@ def _meta(state: hs.State, summary: dict[str, Any] | None, continued: int) -> di
                     "best_model_checkpoint")
         if state.data.get(key) is not None
     }  # fmt: skip
+    caveats = [WINDOW_CAVEAT.format(k=k), NAN_CAVEAT]
+    if state.cut:
+        caveats.append(
+            f"the JSON is cut short inside log_history: its {len(state.rows)} complete "
+            "entries were read, the rest is lost"
+        )
     return {
-        "caveats": [WINDOW_CAVEAT.format(k=k), NAN_CAVEAT],
+        "caveats": caveats,
         "loss_window_averaged": True,
         "loss_window_steps": window if isinstance(window, int) else None,
         "nonfinite_filtered": True,

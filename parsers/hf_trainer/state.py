@@ -35,6 +35,7 @@ class State:
     lines: list[int]  # 1-based line where each row begins
     line_count: int
     entry_lines: list[int] = field(default_factory=list)  # lines each entry spans
+    cut: bool = False  # the JSON ends before its log_history closes
 
     @property
     def global_step(self) -> int:
@@ -43,22 +44,74 @@ class State:
 
 def load(lines: pl.DataFrame, name: str) -> State:
     """Decode the file (``lines``: the frame of ``logbook.textio``); ``#`` comment lines
-    above the JSON (a collector's ``# source:``) are left out."""
+    above the JSON (a collector's ``# source:``) are left out. A state pasted into an
+    issue is read too: text before its ``{`` and after its ``}`` is left out, and one
+    cut short keeps its complete log entries (``State.cut``: the entries read)."""
     texts = lines.get_column("text").to_list()
     skip = next((i for i, t in enumerate(texts) if not t.lstrip().startswith("#")), len(texts))
     text = "\n".join(texts[skip:])
+    cut = False
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{name}: not a readable trainer_state.json ({why[:200]})") from None
+        data = _pasted(text)
+        if data is None:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InputError(f"{name}: not a readable trainer_state.json ({why[:200]})") from None
+        cut = bool(data.pop(_CUT, False))
     if not isinstance(data, dict) or not isinstance(data.get("log_history"), list):
         raise InputError(f"{name}: not a trainer_state.json (no log_history list)")
     rows = [r for r in data["log_history"] if isinstance(r, dict)]
     if len(rows) != len(data["log_history"]):
         raise InputError(f"{name}: log_history holds entries that are not objects")
     starts, spans = _entry_lines(lines, len(rows))
-    return State(name, data, rows, starts, lines.height, spans)
+    return State(name, data, rows, starts, lines.height, spans, cut)
+
+
+_CUT = "\0cut"
+_TOP_KEY = re.compile(r'^ {2}"(\w+)":\s*([-\w.+"]+),?\s*$', re.M)
+
+
+def _pasted(text: str) -> dict[str, Any] | None:
+    """A trainer state inside other text: the object from its first ``{`` (prose
+    around it left out), or, when it is cut short, its top-level scalar settings and
+    the complete entries of ``log_history`` (marked ``_CUT``); None when not one entry
+    of a log_history can be read."""
+    start = text.find("{")
+    history = re.search(r'"log_history"\s*:\s*\[', text)
+    if start < 0 or history is None:
+        return None
+    decoder = json.JSONDecoder()
+    try:
+        data, _ = decoder.raw_decode(text, start)
+        return data if isinstance(data, dict) else None
+    except (ValueError, RecursionError):
+        pass
+    data: dict[str, Any] = {}
+    for key, value in _TOP_KEY.findall(text[start : history.start()]):
+        try:
+            data[key] = json.loads(value)
+        except ValueError:
+            continue
+    entries: list[Any] = []
+    pos = history.end()
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            break
+        try:
+            entry, pos = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            data[_CUT] = True  # an entry cut off: the rest of the text is lost
+            break
+        entries.append(entry)
+    if pos >= len(text):  # no ``]``: the text ends inside log_history
+        data[_CUT] = True
+    if not entries:
+        return None
+    data["log_history"] = entries
+    return data
 
 
 def _entry_lines(lines: pl.DataFrame, n: int) -> tuple[list[int], list[int]]:
@@ -75,6 +128,8 @@ def _entry_lines(lines: pl.DataFrame, n: int) -> tuple[list[int], list[int]]:
     opens = pl.col("text").str.strip_chars_end() == _ENTRY
     entries = body.filter((pl.col("line") < last) & opens)
     starts = entries.get_column("line").to_list()
+    if len(starts) == n + 1 and not close.len():  # the last entry cut short
+        last, starts = starts[-1], starts[:-1]
     if len(starts) != n:
         return [first] * n, [0] * n
     ends = starts[1:] + [last]
