@@ -48,7 +48,9 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
 
 def _bar_steps(parsed: Parsed, lines: pl.DataFrame) -> None:
     """Records printed beside a progress bar take its position as their step: the
-    last bar drawn before the record, else the first one after it."""
+    last bar drawn before the record, else the first one after it. A record before
+    the first bar whose next bar is also the next record's (an excerpt that starts at
+    a log) is one logging interval before it (the interval the bars show)."""
     bars = lines.select(
         "line", pl.col("text").str.extract_all(BAR).list.last().str.extract(r"(\d+)", 1)
     ).filter(pl.col("text").is_not_null())
@@ -58,7 +60,18 @@ def _bar_steps(parsed: Parsed, lines: pl.DataFrame) -> None:
     rec = parsed.metrics.select("line").with_row_index("i")
     before = rec.join_asof(bars, on="line", strategy="backward", tolerance=NEAR)
     after = rec.join_asof(bars, on="line", strategy="forward", tolerance=NEAR)
-    step = before.get_column("bar").fill_null(after.get_column("bar"))
+    shown, next_bar = before.get_column("bar"), after.get_column("bar")
+    gaps = shown.drop_nulls().diff().drop_nulls()
+    every = int(gaps.median() or 0) if gaps.len() else 0
+    first_bar = int(bars.get_column("line").min() or 0)
+    shared = (
+        shown.is_null()
+        & (rec.get_column("line") < first_bar)
+        & (next_bar == shown.shift(-1)).fill_null(False)
+    )
+    if every > 0 and shared.any():
+        next_bar = pl.select(pl.when(shared).then(next_bar - every).otherwise(next_bar)).to_series()
+    step = shown.fill_null(next_bar)
     if step.null_count() or not step.is_sorted():
         return
     parsed.metrics = parsed.metrics.with_columns(step.alias("step"))

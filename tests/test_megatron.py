@@ -126,7 +126,7 @@ def test_a_modern_record_is_read_whole():
 @pytest.mark.parametrize(
     "prefix",
     ["", "   ", "[default7]:", "[default3]: ", "[rank12]: ", "1: ", "slurm_procid 0 : "]
-    + ["worker-3: [default0]:", "node17: "],
+    + ["worker-3: [default0]:", "node17: ", "localhost: ", "192.168.205.202: "],
 )
 def test_launcher_and_rank_prefixes(prefix):
     parsed = parse_text(f"{prefix}{rec(5)}\n{prefix}[2024-01-02 03:04:05] {rec(6).strip()}\n")
@@ -192,6 +192,31 @@ def test_the_same_record_from_64_ranks_is_kept_once():
     parsed = parse_text(text)
     assert parsed.metrics.select("step", "line").rows() == [(1, 1), (2, 65)]
     assert parsed.ignored == 126 and parsed.meta["duplicate_records"] == 126
+
+
+def test_deepspeeds_engine_line_beside_each_record_is_put_aside(tmp_path):
+    # Megatron-DeepSpeed: the pipeline engine prints its own line (another loss, the
+    # micro-batch mean) before the record of the same step
+    text = "".join(
+        f"steps: {s} loss: 10.3150 iter time (s): 5.118 samples/sec: 50.021\n{rec(s)}\n"
+        for s in (10, 20, 30)
+    )
+    path = tmp_path / "x.log"
+    path.write_text(text)
+    (run,) = parsers.read_logs(path)
+    assert run.metrics.select("step", "line", "loss").rows() == [
+        (10, 2, 2.5), (20, 4, 2.5), (30, 6, 2.5)
+    ]  # fmt: skip
+    assert run.meta.parse[0].ignored == 3
+
+
+def test_a_second_launch_from_scratch_keeps_its_records_though_its_values_repeat():
+    # a deterministic job run twice (a sweep): the same losses at the same steps, but
+    # ``training ...`` opens a launch, so the second run's records are not rank copies
+    one = "done with setup ...\ntraining ...\n" + "".join(f"{rec(s)}\n" for s in (1, 2))
+    parsed = parse_text(one + one)
+    assert parsed.metrics.select("step", "line").rows() == [(1, 3), (2, 4), (1, 7), (2, 8)]
+    assert "duplicate_records" not in parsed.meta
 
 
 def test_a_record_wrapped_mid_word_is_joined():

@@ -271,11 +271,11 @@ def test_a_notebooks_table_pasted_as_markdown_or_tabs(tmp_path):
         "| 20 | 2.123400 | 2.300000 |\n"
     )
     (run,) = _runs(tmp_path, md, "table.log")
-    assert run.meta.format == "csv"
-    assert run.metrics.select("step", "loss", "validation_loss").rows() == [
-        (10, 2.3456, 2.4),
-        (20, 2.1234, 2.3),
-    ]
+    # the Trainer's table: training loss on the records, validation loss as events
+    assert run.meta.format == "hf-trainer-table"
+    assert run.metrics.select("step", "loss").rows() == [(10, 2.3456), (20, 2.1234)]
+    got = [(e.step, e.values) for e in run.events_of("validation")]
+    assert got == [(10, {"loss": 2.4}), (20, {"loss": 2.3})]
     (run,) = _runs(tmp_path, "Step\tTraining Loss\n1\t2.345600\n2\t2.123400\n", "tabs.log")
     assert run.metrics.select("step", "loss").rows() == [(1, 2.3456), (2, 2.1234)]
 
@@ -541,3 +541,36 @@ def test_the_speedruns_step_lines_are_records_without_a_loss(tmp_path):
     ]
     (v,) = run.events_of("validation")
     assert (v.step, v.values["loss"]) == (250, 3.9653)
+
+
+def test_callback_and_trainer_prints_pair_up_without_chaining_and_bars_give_steps(tmp_path):
+    # LLaMA-Factory prints each log twice (its callback, rounded, then the Trainer's
+    # dict); with the loss stuck at 0.0 and the epoch rounded, a dict and the next
+    # log's callback line look alike too: only the print pairs are one record
+    bar = "  1%|█▍          | {n}/6249 [08:38<11:33:05,  6.74s/it]"
+    cb = "[INFO|2024-12-08 01:{m}:00] llamafactory.train.callbacks:157 >> "
+    cb += "{{'loss': 0.0000, 'learning_rate': {lr:.4e}, 'epoch': 0.04}}"
+    dict_ = "{{'loss': 0.0, 'grad_norm': nan, 'learning_rate': {lr}, 'epoch': 0.04}}"
+    lrs = [4.998452110450943e-05, 4.998223113110496e-05, 4.9979783305842495e-05]
+    text = cb.format(m=10, lr=lrs[0]) + "\n" + dict_.format(lr=lrs[0]) + "\n"
+    for n, m, lr in zip((75, 80), (11, 12), lrs[1:], strict=True):
+        text += bar.format(n=n) + cb.format(m=m, lr=lr) + "\n" + dict_.format(lr=lr) + "\n"
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "hf-trainer-log"
+    # the first log has no bar before it: one logging interval (5) before the bar at 75
+    assert run.metrics.select("line", "step").rows() == [(2, 70), (4, 75), (6, 80)]
+    assert run.metrics.get_column("lr").to_list() == lrs  # the Trainer's fuller prints
+    assert "llamafactory_train_callbacks" not in run.metrics.columns
+
+
+def test_nemo_bars_take_the_reduced_loss_not_lightnings_running_nan(tmp_path):
+    bar = (
+        "Epoch 0:   3%|▎         | {p}/20101 [2:12:19<76:15:08, 14.05s/it, loss=nan, v_num=,"
+        " reduced_train_loss={loss}, gradient_norm=1.010, global_step={g}.0, throughput=19.00]\n"
+    )
+    text = "".join(bar.format(p=g + 1, g=g, loss=loss) for g, loss in [(563, 3.92), (564, 3.91)])
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "nemo"
+    assert run.metrics.select("step", "loss").rows() == [(563, 3.92), (564, 3.91)]
+    assert run.metrics.get_column("ptl_loss").is_nan().all()
+    assert run.events_of("nonfinite") == []

@@ -16,7 +16,17 @@ import polars as pl
 from logbook.schema import METRIC_COLUMNS
 
 ALIASES: dict[str, tuple[str, ...]] = {
-    "step": ("step", "iteration", "global_step", "num_updates", "_step", "iter"),
+    "step": (
+        "step",
+        "iteration",
+        "global_step",
+        "num_updates",
+        "_step",
+        "iter",
+        "current_steps",  # LLaMA-Factory's trainer_log.jsonl
+        "current_step",
+        "train_step",
+    ),
     "loss": ("loss", "train/loss", "train_loss", "lm_loss", "lm loss", "train/lm_loss"),
     "lr": ("lr", "learning_rate", "optim/lr", "train/lr", "train/learning_rate"),
     "grad_norm": (

@@ -18,10 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import polars as pl
 
-# One launcher/rank prefix: torchrun, its rank form, Slurm, ``srun -l``, a pdsh host.
+# One launcher/rank prefix: torchrun, its rank form, Slurm, ``srun -l``, a pdsh host (a
+# name with a digit, ``localhost``, an IPv4 address).
 PREFIX_TOKEN = (
     r"(?:\[default\d+\]:|\[rank\d+\]:|slurm_procid\s*\d+\s*:|\d{1,5}:\s"
-    r"|[A-Za-z][\w.-]*\d[\w.-]*:\s)"
+    r"|[A-Za-z][\w.-]*\d[\w.-]*:\s|localhost:\s|\d{1,3}(?:\.\d{1,3}){3}:\s)"
 )
 # Launcher/rank prefixes, any number of them, then an optional time stamp (captured).
 PREFIX = (
@@ -72,8 +73,6 @@ NOISE_ANCHORED = [
     r"!{2,}",
     r"(?:>|>>>) ",
     r"\[(?:after|before) [^\]]*\] datetime:",
-    r"(?:training|done with setup) \.\.\.",
-    r"done with setup",
     r"time to initialize megatron",
     r"setting (?:global batch size|number of micro-batches|tensorboard)",
     r"using torch\.\w+ for parameters",
@@ -103,6 +102,9 @@ NOISE_ANCHORED = [
     r"(?:CUDA kernel errors might be asynchronously reported|For debugging consider passing "
     r"CUDA_LAUNCH_BLOCKING|Compile with `TORCH_USE_CUDA_DSA`)",
     r"theoretical memory footprints:",
+    # DeepSpeed's pipeline engine's own line for the step Megatron-DeepSpeed's record
+    # gives (another loss: the micro-batch mean)
+    r"steps: \d+ loss: \S+ iter time \(s\):",
 ]
 
 

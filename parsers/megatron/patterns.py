@@ -19,6 +19,8 @@ LAUNCH_ANCHORED = [
     r"> initializing (?:tensor |pipeline )?model parallel with size",
     r"> setting random seeds to",
     r"Setting OMP_NUM_THREADS environment variable",
+    r"done with setups? \.\.\.",  # pretrain(): once per launch, before its first step
+    r"training \.\.\.\s*$",
     r"(?i:(?:after|post)[ -]?restart\w*|restart(?:ed|ing)?)\W*$",
 ]
 EXCEPTION_ANCHORED = [

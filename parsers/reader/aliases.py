@@ -24,6 +24,7 @@ ALIASES: dict[str, str] = {
     "i": STEP,  # torch-rnn: ``Epoch 1.00 / 100, i = 10 / 672300, loss = 0.099``
     "global_step": STEP,
     "globalstep": STEP,
+    "current_steps": STEP,  # LLaMA-Factory's trainer_log.jsonl
     "num_updates": STEP,
     "update": STEP,
     "updates": STEP,

@@ -33,11 +33,16 @@ def template_records(
     frames = []
     nums = pl.col("body").str.extract_all(NUMBER).alias("nums")
     parts = rows.partition_by("shape", as_dict=True, maintain_order=True)
+    # the first epoch's number is the file's, from the first record that shows an
+    # epoch: a shape first seen later (a bar with a message glued on) counts alike
+    shown = (
+        firsts if firsts is not None else {str(s[0]): sub["body"][0] for s, sub in parts.items()}
+    )
+    base_of = _file_base(shown, temps, spec)
     for shape, sub in parts.items():
         name = str(shape[0])
         t, k = temps[name], ids[name]
-        first = firsts[name] if firsts is not None else sub.get_column("body")[0]
-        base = _base(first, t, spec)
+        base = base_of(t)
         # the values of a slice are read, typed, and let go before the next slice
         one = lambda part, t=t, k=k, b=base: _extract(part.with_columns(nums), t, spec, k, b)  # noqa: E731
         frames.append(by_slices(sub, one))
@@ -168,6 +173,27 @@ def first_epoch(epoch: float | None) -> int:
     """The number a log gives its first epoch, from the epoch of its first record: 1
     where that is 1 (``Epoch [1/10]``), else 0 (a log counting from 0, or an excerpt)."""
     return 1 if epoch == 1 else 0
+
+
+def _file_base(firsts: dict[str, str], temps: dict[str, Template], spec: Spec):
+    """The first epoch's number of each template (see :func:`_base`): the
+    framework's or the template's own where given, else that of the file's first
+    record shape with an epoch (``firsts``: each shape's first body, in file order)."""
+    with_epoch = [
+        (body, temps[name])
+        for name, body in firsts.items()
+        if name in temps
+        and temps[name].kind == "record"
+        and any(f.role == "epoch" for f in temps[name].fields)
+    ]
+    file_base = _base(*with_epoch[0], spec) if with_epoch else 0
+
+    def base(t: Template) -> int:
+        if spec.epoch_base is not None or t.epoch_base is not None:
+            return _base("", t, spec)
+        return file_base
+
+    return base
 
 
 def _base(first: str, t: Template, spec: Spec) -> int:
@@ -320,8 +346,14 @@ def _twins(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
         near = (lr - nxt).abs() <= 1e-3 * lr.abs() + 1e-12
         cut = epoch.shift(-1).is_null()  # (a print cut short: its numbers may be too)
         twin = twin & (near | lr.is_null() | nxt.is_null() | cut)
-    # a pair's first print gives way to the second (the Trainer's own, after a callback's)
-    out = records.filter(~twin.fill_null(False))
+    # a pair's first print gives way to the second (the Trainer's own, after a callback's);
+    # pairs do not chain: the second print of one is not the first of another (the
+    # next log's callback line, alike when the loss and the rounded epoch do not move)
+    flags = records.select(twin.fill_null(False)).to_series().to_numpy()
+    drop = np.zeros(flags.size, dtype=bool)
+    for i in np.flatnonzero(flags):
+        drop[i] = not (i > 0 and drop[i - 1])
+    out = records.filter(pl.Series(drop).not_())
     return out, records.height - out.height
 
 

@@ -250,12 +250,13 @@ def _training_fields(t: Template) -> bool:
 
 
 def _epoch_end(t: Template) -> bool:
-    """A progress bar's final state with the epoch's validation values after the
-    training ones (Keras: ``9595/9595 [====] - 1s - loss: 0.62 - val_loss: 0.53``): a
-    record, its validation values columns of it."""
-    roles = [f.role for f in t.fields[:2]]
-    plain = any(f.key and aliases.norm(f.key) == "loss" for f in t.fields)
-    return roles == ["position", "total"] and plain
+    """A progress bar with the epoch's validation values after the training ones
+    (Keras: ``9595/9595 [====] - 1s - loss: 0.62 - val_loss: 0.53``; Lightning:
+    ``Epoch 3: 100%|█| 782/782 [...] train_loss=1.15, val_loss=0.93``): a record, its
+    validation values columns of it."""
+    roles = [f.role for f in t.fields]
+    bar = any(a == "position" and b == "total" for a, b in zip(roles, roles[1:], strict=False))
+    return bar and _train_loss(t)
 
 
 def _counted(t: Template) -> bool:
