@@ -55,6 +55,12 @@ SEEDS: dict[str, tuple[str, ...]] = {
     "llama2c": ("fixtures/real/llama2c/modded_llama2_pr9_lr_decay_evals.log",),
     "modded-nanogpt": ("fixtures/real/nanogpt/modded_2025_step_lines_without_loss_val_at_250.log",),
     "hf-trainer-log": ("fixtures/text/hf_dicts_logging_steps.log",),
+    "hf-trainer-table": (
+        "fixtures/real/hf_trainer/wav2vec2_tr_model_card_no_log_repeated_train_loss.log",
+    ),
+    "nanogpt-logtxt": (
+        "fixtures/real/nanogpt/build_nanogpt_logtxt_step_stream_value_stopped_at_94.log",
+    ),
     "deepspeed": ("fixtures/real/deepspeed/ds_chat_rm_opt350m_grad_overflow_per_rank.log",),
     "csv": ("fixtures/real/csv/yolov5_results_csv_space_padded_columns.csv",),
     "text": ("fixtures/text/unknown_line.log", "fixtures/text/two_runs.log"),

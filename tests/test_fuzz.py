@@ -49,6 +49,7 @@ def test_mutated_inputs_keep_every_invariant(fmt, tmp_path_factory):
 def test_every_seed_is_there_and_read_as_its_format():
     import parsers
 
+    assert set(SEEDS) == set(parsers.FORMATS)  # every format is fuzzed
     for fmt, paths in SEEDS.items():
         for path in paths:
             assert seed_bytes(path), path
