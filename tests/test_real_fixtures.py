@@ -19,6 +19,10 @@ LABELS = sorted(REAL.glob("*/*.labels.json"))
 # Excerpts not read to their labels yet, and why. The test below fails when one of
 # them starts reading right (take it off the list) or another stops.
 KNOWN_GAPS = {
+    "megatron/megatron_golden_values_resume_2nd_half_nan_placeholders": "CI golden values JSON",
+    "hf_trainer/llamafactory_trainer_log_two_writers_interleaved_resume_ckpt5000": (
+        "two writers interleaved in one file"
+    ),
     "nemo/neuronx_nemo1_flattened_bar_ptl_loss_nan": "a cut record's step is its bar's, not +1",
     "hf_trainer/malaysia_ai_ray_8gpu_resume_ckpt500_dicts_per_node": "workers' bars out of order",
     "fairseq/fairseq_issue1895_modern_summary_then_overflow": "an epoch summary beside records",
