@@ -574,3 +574,19 @@ def test_nemo_bars_take_the_reduced_loss_not_lightnings_running_nan(tmp_path):
     assert run.metrics.select("step", "loss").rows() == [(563, 3.92), (564, 3.91)]
     assert run.metrics.get_column("ptl_loss").is_nan().all()
     assert run.events_of("nonfinite") == []
+
+
+def test_swin_logger_epoch_and_batch_counters_count_over_epochs(tmp_path):
+    # Swin Transformer's logger: ``[time name] (file lineno): LEVEL Train: [e/E][i/N]``
+    row = (
+        "[2024-01-04 19:44:{s:02d} vssmsmall] (main.py 216): INFO Train: [{e}/300][{i}/2859]"
+        "\teta 5:21:46 lr 0.000001\t wd 0.0500\ttime 0.8781 (6.7766)\tloss {loss} (6.9486)"
+        "\tgrad_norm 1.5751 (1.5225)\tmem 20468MB\n"
+    )
+    rows = [(0, 0, 6.9483), (0, 10, 6.9443), (1, 0, 6.5), (1, 10, 6.4)]
+    text = "".join(row.format(s=k, e=e, i=i, loss=loss) for k, (e, i, loss) in enumerate(rows))
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss", "epoch").rows() == [
+        (0, 6.9483, 0.0), (10, 6.9443, 0.0), (2859, 6.5, 1.0), (2869, 6.4, 1.0)
+    ]  # fmt: skip
+    assert "main_py" not in run.metrics.columns

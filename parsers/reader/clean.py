@@ -3,9 +3,9 @@
 Colour codes, quote marks of a paste (``> ``), typographic quotes, launcher and rank
 tags (``[rank0]:``, ``[default3]:``, ``0:``, ``host: ``), logger headers
 (``2024-05-01 12:00:00,123 - root - INFO - ``, ``[04/01 12:00:00 d2.utils.events]:``,
-``I0501 12:00:00.123 file.py:12]``, ``module.name:157 >> ``). Progress-bar redraws
-are split apart before (:func:`redraws`). The first time stamp of a line is kept in
-``stamp`` for the ``time`` column.
+``I0501 12:00:00.123 file.py:12]``, ``module.name:157 >> ``, ``(main.py 216): ``).
+Progress-bar redraws are split apart before (:func:`redraws`). The first time stamp of
+a line is kept in ``stamp`` for the ``time`` column.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ STAMP = (
 # a logger's source location before its message (LLaMA-Factory's ``[INFO|<time>]
 # llamafactory.train.callbacks:157 >> {...}``): not a key and its value
 LOGGER_AT = r"(?:^|\s)[A-Za-z_][\w.]*:\d+\s*>>\s"
+# a Python logger's ``(%(filename)s %(lineno)d):`` (Swin Transformer and its forks)
+SOURCE_AT = r"\([\w.-]+\.py[ :]\d+\):?\s"
 _TYPO = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "}
 
 
@@ -48,6 +50,8 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
         frame = frame.with_columns(s.str.replace(RANK, ""))
     if text.str.contains(">>", literal=True).any():
         frame = frame.with_columns(s.str.replace(LOGGER_AT, " "))
+    if text.str.contains(".py", literal=True).any():
+        frame = frame.with_columns(s.str.replace(SOURCE_AT, " "))
     stamp = s.str.extract(f"({STAMP})", 1)
     return frame.select(s.str.strip_chars(), stamp.alias("stamp"))
 

@@ -181,12 +181,20 @@ def template(
 
 def _epoch_before_position(t: Template) -> None:
     """``Train: 3 [ 100/1251 (8%)]`` (timm): the number a phase word names, right before
-    a counter with its total, is the epoch the counter runs in."""
+    a counter with its total, is the epoch the counter runs in; so is a phase word's
+    own counter before it (``Train: [3/300][100/2859]``)."""
     for f, g in zip(t.fields, t.fields[1:], strict=False):
         phase = f.key is not None and aliases.norm(f.key) in _PHASE_WORDS
         if g.role == "position" and f.role == "value" and phase:
             f.role, f.column = "epoch", "epoch"
             t.epoch_base = 0  # (timm numbers its first epoch 0)
+    # ``Train: [3/300][100/2859]`` (Swin Transformer and its descendants): a phase
+    # word's counter with its total, then another: the epoch, then the batch within it
+    for f, g, h in zip(t.fields, t.fields[1:], t.fields[2:], strict=False):
+        # (the phase word ends the key: ``INFO Train: [``)
+        phase = f.key is not None and aliases.norm(f.key).split("_")[-1] in _PHASE_WORDS
+        if phase and f.role in ("step", "value") and g.role == "total" and h.role == "position":
+            f.role, f.column = "epoch", "epoch"
 
 
 def _one_step(t: Template) -> None:
