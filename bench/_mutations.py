@@ -58,6 +58,9 @@ SEEDS: dict[str, tuple[str, ...]] = {
     "hf-trainer-table": (
         "fixtures/real/hf_trainer/wav2vec2_tr_model_card_no_log_repeated_train_loss.log",
     ),
+    "megatron-golden": (
+        "fixtures/real/megatron/megatron_golden_values_resume_2nd_half_nan_placeholders.json",
+    ),
     "nanogpt-logtxt": (
         "fixtures/real/nanogpt/build_nanogpt_logtxt_step_stream_value_stopped_at_94.log",
     ),

@@ -20,7 +20,6 @@ LABELS = sorted(REAL.glob("*/*.labels.json"))
 # them starts reading right (take it off the list) or another stops.
 KNOWN_GAPS = {
     "nanogpt/modded_npu_llmc_baseline_two_step_numberings_off_by_one": "two step numberings",
-    "megatron/megatron_golden_values_resume_2nd_half_nan_placeholders": "CI golden values JSON",
     "hf_trainer/llamafactory_trainer_log_two_writers_interleaved_resume_ckpt5000": (
         "two writers interleaved in one file"
     ),
