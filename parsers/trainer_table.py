@@ -95,10 +95,10 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
                     rec["epoch"] = _number(row["epoch"])
                 records.append(rec)
             values = {
-                _eval_key(k): _number(v)
+                _eval_key(k): x
                 for k, v in row.items()
                 if not k.startswith("_") and k not in (_TRAIN_LOSS, "step", "epoch")
-                and _number(v) is not None
+                and (x := _number(v)) is not None
             }  # fmt: skip
             if values:
                 source = Source(file=name, line=line)
