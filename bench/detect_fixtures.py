@@ -123,7 +123,7 @@ RUNS = {"healthy": healthy, "spike_precursor": spike_precursor, "collapse_nan": 
 def main(argv: list[str] | None = None) -> None:
     import json
 
-    from logbook.cli_detect import finding_json
+    from logbook.cli_findings import finding_json
     from logbook.detectors import detect
 
     args = sys.argv[1:] if argv is None else argv

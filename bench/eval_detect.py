@@ -10,7 +10,7 @@ precursors were found and their median lead; then the loss-spike rules of llm-fo
 OLMo-core and Megatron on the same runs. ``--write`` replaces the ``## Detection``
 section of bench/RESULTS.md with the output.
 
-    python -m bench.eval_detect [--seed N] [--seeds 0,1,2] [--set detector.field=value]...
+    python -m bench.eval_detect [--seed N] [--seeds 0,1,2] [--set detector.field=value]... [--jsonl]
         [--curve GOLDEN.json] [--corpus DIR] [--speed [--parse-log LOG]] [--write]
 """
 
@@ -104,10 +104,57 @@ class Totals:
         self.seconds = 0.0
 
 
-def evaluate(seed: int = 0, config: dict | None = None) -> Totals:
+# --jsonl: each run written as a generic metrics JSONL the way many writers do (keys in
+# namespaces, null for a NaN, a key left out where there is no value) and read back
+JSONL_KEYS = {
+    "loss": "train/loss",
+    "lr": "train/lr",
+    "grad_norm": "train/grad_norm",
+    "loss_scale": "train/loss_scale",
+    "act_norm": "train/act_norm",
+    "attn_logit_max": "model/attn_logit_max",
+    "param_norm": "model/param_norm",
+}
+
+
+def through_jsonl(run, folder: Path, name: str):
+    """``run``'s records as a generic JSONL (file order, superseded ones included), read
+    back with logbook's reader; the run's events with a step are kept (launch markers
+    and crash evidence, which such a file would not hold, are not)."""
+    import json
+    import math
+
+    import parsers
+
+    m = run.metrics.sort(["source", "line"]) if "line" in run.metrics.columns else run.metrics
+    cols = [c for c in m.columns if c not in ("segment", "source", "line", "time")]
+    path = folder / f"{name}.jsonl"
+    with path.open("w") as fh:
+        for row in m.select(cols + (["time"] if "time" in m.columns else [])).iter_rows(named=True):
+            out = {}
+            for k, v in row.items():
+                if k == "time":
+                    if v is not None:
+                        out["time"] = v.timestamp()
+                    continue
+                if v is None and k == "loss":
+                    continue  # no value: the key is left out
+                if isinstance(v, float) and not math.isfinite(v):
+                    v = None  # JSON has no NaN
+                out[JSONL_KEYS.get(k, k)] = v
+            fh.write(json.dumps(out) + "\n")
+    return parsers.read_log(path, fmt="jsonl")
+
+
+def evaluate(seed: int = 0, config: dict | None = None, jsonl: bool = False) -> Totals:
+    import tempfile
+
     tot = Totals()
-    for spec in suite(seed):
+    folder = Path(tempfile.mkdtemp(prefix="eval_jsonl_")) if jsonl else None
+    for k, spec in enumerate(suite(seed)):
         run, labels = generate(spec)
+        if folder is not None:
+            run = through_jsonl(run, folder, f"run{k}")
         t0 = time.perf_counter()
         found = [finding_dict(f) for f in detect(run, config)]
         tot.seconds += time.perf_counter() - t0
@@ -280,7 +327,7 @@ def main(argv: list[str] | None = None) -> None:
     seed = int(_arg(args, "--seed") or 0)
     sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
     config = build_config(None, sets)
-    text = report(evaluate(seed, config))
+    text = report(evaluate(seed, config, jsonl="--jsonl" in args))
     if _arg(args, "--seeds"):
         text += "\n\n" + seeds_report([int(x) for x in _arg(args, "--seeds").split(",")], config)
     if _arg(args, "--curve"):

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from logbook.cli_findings import finding_json, parse_steps, select, table, view
 from logbook.cli_runs import RunOpt, load_runs, run_name
 from logbook.schema import Finding
 
@@ -16,16 +17,6 @@ LogArgs = Annotated[
     list[Path] | None, typer.Argument(help="Log files of one run (raw, generic JSONL or logbook).")
 ]
 FAIL_LEVELS = ("warning", "critical")
-REQUIRED_KEYS = (
-    "kind",
-    "detector",
-    "severity",
-    "step",
-    "start_step",
-    "end_step",
-    "score",
-    "message",
-)
 PROGRESS_RECORDS = 200_000  # show a progress bar on stderr from this many records
 PROGRESS_BYTES = 100_000_000  # and say that a large input is being read
 
@@ -59,9 +50,31 @@ def detect(
         bool, typer.Option("--list", help="Print the detectors, their thresholds and exit.")
     ] = False,
     run: RunOpt = None,
+    min_severity: Annotated[
+        str | None,
+        typer.Option("--min-severity", help="Only findings of this severity or worse."),
+    ] = None,
+    kinds: Annotated[
+        list[str] | None,
+        typer.Option("--kind", help="Only findings of this kind or detector (repeatable, a,b)."),
+    ] = None,
+    steps: Annotated[
+        str | None, typer.Option("--steps", help="Only findings overlapping steps A:B (A: or :B).")
+    ] = None,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Print every finding, one per line.")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Also write the findings to a .csv, .parquet or .jsonl."
+        ),
+    ] = None,
 ) -> None:
     """Detect spikes, non-finite values, loss-scale collapses, drifts, LR changes,
-    divergence, stalls, slowdowns and restarts, with their precursors."""
+    divergence, stalls, slowdowns, crashes and restarts, with their precursors. Prints a
+    verdict and the incidents; --all every finding. Filters apply to what is printed,
+    written and judged by --fail-on."""
     from logbook.errors import UsageError
 
     if list_:
@@ -73,19 +86,38 @@ def detect(
         raise UsageError(f"--fail-on {fail_on!r}: use warning or critical")
     if not logs:
         raise UsageError("no log file given (logbook detect LOG...)")
+    bounds = parse_steps(steps)
+    select([], min_severity, kinds, bounds)  # bad filter values fail before the work
+    if output is not None:
+        from logbook.cli_findings import OUTPUT_SUFFIXES
+
+        if output.suffix.lower() not in OUTPUT_SUFFIXES:
+            raise UsageError(f"--output {output}: use a .csv, .parquet or .jsonl file")
     cfg = _config(config, sets or [])
-    worst = 0
+    worst = -1
+    kept: list[dict] = []
     results = _run(logs, fmt, cfg, run)
-    for i, (findings, head, name) in enumerate(results):
+    for i, (found, head, name, gap, records) in enumerate(results):
+        findings = select(found, min_severity, kinds, bounds)
+        rows = [finding_json(f) for f in findings]
+        for row in rows:
+            if len(results) > 1:
+                row["run"] = row.get("run") or name
+        kept += rows
         if as_json:
-            for f in findings:
-                row = finding_json(f)
-                if len(results) > 1:
-                    row["run"] = row.get("run") or name
+            for row in rows:
                 typer.echo(json.dumps(row))
-        else:
+        elif show_all:
             typer.echo(("\n" if i else "") + table(findings, head))
+        else:
+            typer.echo(("\n" if i else "") + view(findings, head, gap, records))
         worst = max(worst, _worst(findings))
+    if output is not None:
+        from logbook.cli_findings import write_findings
+
+        write_findings(kept, output)
+        if not as_json:
+            typer.echo(f"wrote {len(kept)} finding(s) to {output}", err=True)
     if fail_on is not None and worst >= _rank(fail_on):
         raise typer.Exit(1)
 
@@ -99,13 +131,24 @@ def _config(path: Path | None, sets: list[str]) -> dict:
 
 def _run(
     logs: list[Path], fmt: str | None, cfg: dict, only: str | None = None
-) -> list[tuple[list[Finding], str, str]]:
-    """(findings, headline, run name) for every run in the logs."""
+) -> list[tuple[list[Finding], str, str, int, int]]:
+    """(findings, headline, run name, incident gap, records) for every run in the logs."""
     size = sum(p.stat().st_size for p in logs if p.is_file())
     if size >= PROGRESS_BYTES and sys.stderr.isatty():
         typer.echo(f"reading {len(logs)} file(s), {size / 1e6:,.0f} MB ...", err=True)
     runs = load_runs(list(logs), fmt, run=only)
-    return [(_detect(r, cfg), _headline(r), run_name(r, i)) for i, r in enumerate(runs)]
+    return [
+        (_detect(r, cfg), _headline(r), run_name(r, i), _gap(r), r.metrics.height)
+        for i, r in enumerate(runs)
+    ]
+
+
+def _gap(run) -> int:
+    """Steps between findings of one incident: a few log intervals."""
+    steps = run.metrics.get_column("step").drop_nulls().unique().sort()
+    if steps.len() < 2:
+        return 1
+    return max(1, 3 * int(steps.diff().drop_nulls().median() or 1))
 
 
 def _detect(run, cfg: dict) -> list[Finding]:
@@ -130,16 +173,6 @@ def _headline(run) -> str:
     return "\n".join([head, *(f"note: {c}" for c in run.meta.caveats)])
 
 
-def finding_json(f: Finding) -> dict[str, Any]:
-    """The JSON object of one finding: the required keys always, the others when set."""
-    data = f.model_dump(mode="json")
-    out = {k: data.get(k) for k in REQUIRED_KEYS}
-    for k, v in data.items():
-        if k not in out and v not in (None, {}, []):
-            out[k] = v
-    return out
-
-
 def _rank(severity: str) -> int:
     from logbook.detectors import SEVERITY_RANK
 
@@ -148,32 +181,3 @@ def _rank(severity: str) -> int:
 
 def _worst(findings: list[Finding]) -> int:
     return max((_rank(f.severity) for f in findings), default=-1)
-
-
-def table(findings: list[Finding], head: str = "") -> str:
-    """A plain-text table of findings, one per line, then a count by severity."""
-    lines = [head] if head else []
-    if not findings:
-        return "\n".join([*lines, "no findings"])
-    rows = [("SEVERITY", "KIND", "STEP", "START..END", "SCORE", "WHAT")]
-    for f in findings:
-        what = f.message
-        if f.precedes:
-            what += f" [precursor of {f.precedes}, {f.lead_steps} steps ahead]"
-        span = f"{_s(f.start_step)}..{_s(f.end_step)}"
-        score = "" if f.score is None else f"{f.score:.3g}"
-        rows.append((f.severity, f.kind, _s(f.step), span, score, what))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    for r in rows:
-        lines.append(
-            "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
-        )
-    counts = {
-        s: sum(1 for f in findings if f.severity == s) for s in ("critical", "warning", "info")
-    }
-    lines.append(f"{len(findings)} finding(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
-    return "\n".join(lines)
-
-
-def _s(v: int | None) -> str:
-    return "-" if v is None else str(v)

@@ -128,11 +128,12 @@ class OverflowSkip(EventBase):
 
 
 class Nonfinite(EventBase):
-    """A NaN/Inf value, or a record whose loss field is missing (Megatron's NaN step)."""
+    """A NaN/Inf value, a record whose loss field is missing (Megatron's NaN step), or
+    a ``null`` written for it (JSON has no NaN)."""
 
     kind: Literal["nonfinite"] = "nonfinite"
     metric: str = "loss"
-    value: Literal["nan", "inf", "-inf", "missing"] = "nan"
+    value: Literal["nan", "inf", "-inf", "missing", "null"] = "nan"  # null: JSON null
 
 
 class CheckpointSave(EventBase):

@@ -24,7 +24,16 @@ import numpy as np
 import polars as pl
 
 from logbook.parsed import Parsed
-from logbook.schema import EventBase, HardwareFailure, LossScaleChange, Nonfinite, Restart, Source
+from logbook.schema import (
+    ConfigChange,
+    EventBase,
+    HardwareFailure,
+    LossScaleChange,
+    LrChange,
+    Nonfinite,
+    Restart,
+    Source,
+)
 
 # A launch whose first record is at most this step (or one log interval) started
 # from scratch rather than from a checkpoint.
@@ -193,12 +202,40 @@ def _place(
     befores = (np.searchsorted(recs.pos, where, side="right") - 1).tolist()
     for (p, e), seg, before in zip(others, segs, befores, strict=True):
         e.segment = seg
-        if e.step is None and before >= 0 and recs.has_step[before]:
+        after = before + 1
+        if e.step is None and _setting(e) and after < n and recs.has_step[after]:
+            # a setting echoed at start-up holds from the launch's first record on
+            e.step = int(recs.step[after])
+            e.segment = int(segment[after])
+            e.step_source = e.step_source or "record"
+        elif e.step is None and before >= 0 and recs.has_step[before]:
             e.step = int(recs.step[before])
             e.step_source = e.step_source or "record"
         out.append((p, e))
     out.sort(key=lambda pe: pe[0])
+    _previous_settings([e for _, e in out])
     return out, segment, fresh
+
+
+def _setting(e: EventBase) -> bool:
+    """A setting a launch states (``Overriding: learning_rate = 0.06``): an LR or
+    config change without a step of its own."""
+    return isinstance(e, ConfigChange) or (isinstance(e, LrChange) and e.manual)
+
+
+def _previous_settings(events: list[EventBase]) -> None:
+    """A setting stated again at a later launch gets the value the earlier one stated
+    as its ``old`` (where its line did not say)."""
+    seen: dict[str, float | str | None] = {}
+    for e in events:
+        if isinstance(e, LrChange) and e.manual:
+            if e.old is None and "lr" in seen:
+                e.old = seen["lr"]  # type: ignore[assignment]
+            seen["lr"] = e.new
+        elif isinstance(e, ConfigChange):
+            if e.old is None and e.key in seen:
+                e.old = seen[e.key]
+            seen[e.key] = e.new
 
 
 def _boundary_restarts(

@@ -6,11 +6,13 @@ Lines read (the formats of nanoGPT's ``print`` calls)::
     step 250: train loss 1.9745, val loss 2.0732         -> a validation event
     saving checkpoint to out-shakespeare-char             -> a checkpoint_save event
     Resuming training from out-shakespeare-char           -> a launch (restart marker)
+    Overriding: learning_rate = 0.06                      -> an lr_change event (manual)
+    Overriding: batch_size = 32                           -> a config_change event
 
 ``loss`` is the loss of the iteration's last micro-batch (times the accumulation
 steps), not a window mean; ``time`` -> ``step_time_s``; ``mfu`` is kept in percent as
 ``mfu_pct`` (nanoGPT prints -100.00% until it has measured five iterations: null).
-The start-up lines (``tokens per iteration will be``, ``number of parameters``,
+The other start-up lines (``tokens per iteration will be``, ``number of parameters``,
 ``Overriding config with ...`` and the config file it echoes, ``compiling the
 model...``) are ignored; anything else is unrecognized.
 """
@@ -25,6 +27,7 @@ from logbook.parsed import Parsed
 from logbook.schema import CheckpointSave, EventBase, Restart, Source, Validation
 from parsers.columns import with_core
 from parsers.reader import Spec
+from parsers.reader.events import read_event
 
 NAME = "nanogpt"
 DESCRIPTION = "nanoGPT train.py stdout (iter N: loss X, time Yms, mfu Z%)"
@@ -40,11 +43,12 @@ RECORD = re.compile(rf"^iter (\d+): loss {_NUM}, time {_NUM}ms, mfu {_NUM}%\s*$"
 EVAL = re.compile(rf"^step (\d+): train loss {_NUM}, val loss {_NUM}\s*$")
 SAVE = re.compile(r"^saving checkpoint to (.+?)\s*$")
 RESUME = re.compile(r"^Resuming training from (.+?)\s*$")
+OVERRIDE = re.compile(r"^Overriding: (\w+) = (.+)$")  # a setting given on the command line
 NOISE = re.compile(
     r"^(?:tokens per iteration will be: |found vocab_size = |Initializing a new model from "
     r"scratch|Initializing from OpenAI GPT-2 weights|defaulting to vocab_size of GPT-2|"
     r"number of parameters: |num (?:non-)?decayed parameter tensors: |using fused AdamW: |"
-    r"compiling the model\.\.\.|Overriding: |Overriding config with |forcing vocab_size=|"
+    r"compiling the model\.\.\.|Overriding config with |forcing vocab_size=|"
     r"overriding dropout rate to |loading weights from pretrained gpt: |# |wandb: |"
     r"WARNING: using slow attention)"
 )
@@ -72,11 +76,12 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         pl.col("s").str.contains(EVAL.pattern).alias("ev"),
         pl.col("s").str.contains(SAVE.pattern).alias("save"),
         pl.col("s").str.contains(RESUME.pattern).alias("resume"),
+        pl.col("s").str.contains(OVERRIDE.pattern).alias("override"),
         (pl.col("s") == "").alias("blank"),
         pl.col("s").str.contains(NOISE.pattern).alias("noise"),
     )
     comment = pl.col("s").str.starts_with("# ")
-    known = pl.any_horizontal("rec", "ev", "save", "resume", "noise") & ~comment
+    known = pl.any_horizontal("rec", "ev", "save", "resume", "override", "noise") & ~comment
     # the config file echoed after "Overriding config with X:" runs up to the next line
     # nanoGPT prints itself (its own comments do not end it)
     head = pl.col("s").str.starts_with(CONFIG_HEAD)
@@ -85,8 +90,8 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     )
     kinds = kinds.with_columns(in_config.fill_null(False).alias("config"))
     records = _records(kinds.filter("rec"))
-    events = _events(kinds.filter(pl.col("ev") | pl.col("save") | pl.col("resume")), name)
-    other = ~pl.any_horizontal("rec", "ev", "save", "resume")
+    events = _events(kinds.filter(pl.any_horizontal("ev", "save", "resume", "override")), name)
+    other = ~pl.any_horizontal("rec", "ev", "save", "resume", "override")
     ignored = kinds.filter(other & (pl.col("blank") | pl.col("noise") | pl.col("config")))
     unrec = kinds.filter(other & ~pl.col("blank") & ~pl.col("noise") & ~pl.col("config"))
     return Parsed(
@@ -123,4 +128,6 @@ def _events(rows: pl.DataFrame, name: str) -> list[EventBase]:
             out.append(CheckpointSave(step=last_eval, path=m.group(1), source=src, text=s))
         elif m := RESUME.match(s):
             out.append(Restart(source=src, text=s))
+        elif OVERRIDE.match(s) and (ev := read_event(s, line, name)) is not None:
+            out.append(ev)  # lr_change (learning_rate, lr) or config_change
     return out

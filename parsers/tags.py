@@ -4,7 +4,9 @@ A tag maps to a canonical column when its meaning is not in doubt (``train/loss`
 ``lm loss``, ``train/learning_rate``, ``grad-norm``...). When several tags of a run
 map to one column, the first in ``ALIASES`` order takes it and the others keep their
 own names. Every other tag keeps its name in snake_case, without a ``train/``
-namespace (``train/epoch`` -> ``epoch``, ``optim/beta`` -> ``optim_beta``). Tags whose
+namespace (``train/epoch`` -> ``epoch``, ``optim/beta`` -> ``optim_beta``), except that a detector's
+metric under another namespace (``model/act_norm``) takes its canonical column when the
+shared alias table knows it and no other tag has it. Tags whose
 words include ``eval``, ``val``, ``valid``, ``validation`` or ``test`` are evaluations:
 they become ``validation`` events, not metric columns. Megatron's ``<name> vs samples``
 and ``vs tokens`` tags repeat the per-iteration tags against another x-axis; they are
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 
 from parsers.columns import snake
+from parsers.reader import aliases
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "loss": (
@@ -94,6 +97,11 @@ def columns(tags: list[str]) -> dict[str, str]:
     if "lr" not in out.values() and len(monitors) == 1:
         out[monitors[0]] = "lr"
     taken = set(out.values())
+    for tag in tags:  # the detectors' metrics under another namespace (``model/act_norm``)
+        canon = aliases.canonical(tag)
+        if tag not in out and canon in aliases.DETECTOR_COLUMNS and canon not in taken:
+            out[tag] = canon
+            taken.add(canon)
     for tag in tags:
         if tag in out:
             continue

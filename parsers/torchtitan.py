@@ -26,6 +26,7 @@ from logbook.parsed import Parsed
 from logbook.schema import CheckpointSave, EventBase, HardwareFailure, Restart, Source, Validation
 from parsers.columns import with_core
 from parsers.reader import Spec
+from parsers.reader.events import CRASH_CAUSES
 
 NAME = "torchtitan"
 DESCRIPTION = "torchtitan stdout (step: N  loss: X  grad_norm: ...  tps: ...  mfu: ...%)"
@@ -56,11 +57,7 @@ _VALIDATE_EXTRA = {
 SAVE = re.compile(r"^Saving (?:the checkpoint|a (?:full|model only) checkpoint)")
 SAVED = re.compile(r"^Finished saving the checkpoint.*?in ([\d.]+) seconds")
 START = re.compile(r"^Training starts at step (\d+)")
-CRASH = {
-    "oom": re.compile(r"OutOfMemoryError|CUDA out of memory"),
-    "nccl_timeout": re.compile(r"Watchdog caught collective operation timeout|NCCL timeout"),
-    "cuda_error": re.compile(r"CUDA error: |an illegal memory access"),
-}
+CRASH = {cause: re.compile(p) for cause, p in CRASH_CAUSES}  # most specific first
 TZ_CAVEAT = "torchtitan: log times carry no zone: read as UTC"
 
 

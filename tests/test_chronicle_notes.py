@@ -60,8 +60,6 @@ def test_events_placed_by_time_or_by_their_stated_step(tmp_path):
         2: ["lr_change", "restart"],  # the first entry of run 1.1 is its launch
         3: ["hardware_failure", "restart"],
         4: ["hardware_failure"],
-        5: ["note"],
-        6: ["hardware_failure"],
     }
     clip = got[1]["config_change"]
     assert (clip.kind, clip.key, clip.old, clip.new) == ("config_change", "clip_grad", 2.0, 1.0)
@@ -103,9 +101,10 @@ def test_events_placed_by_time_or_by_their_stated_step(tmp_path):
         1,
         "UTC",
     )
-    early, late = got[5]["note"], got[6]["hardware_failure"]
-    assert (early.kind, early.step, early.step_source) == ("note", None, None)
-    assert (late.kind, late.step, late.step_source) == ("hardware_failure", None, None)
+    # before the log's first record and after its last: set apart, off the timeline
+    early, late = run.meta.unplaced_notes
+    assert (early["kind"], early.get("step"), early["source"]["line"]) == ("note", None, 5)
+    assert (late["kind"], late.get("step"), late["source"]["line"]) == ("hardware_failure", None, 6)
     assert run.metrics.equals(metric_run().metrics)
     assert [e.kind for e in run.events if e.source is None] == ["checkpoint_save"]
 
@@ -122,6 +121,8 @@ def test_meta_records_the_notes(tmp_path):
     assert run.meta.caveats == [
         f"{notes}: 1 event time(s) written without a zone, read as UTC (set --tz)",
         "2 chronicle event(s) fall outside the metric log's time span: no step",
+        "2 chronicle event(s) not on the log's steps 10..31 (no step, or outside them): "
+        "listed apart, not on the timeline",
     ]
     out = tmp_path / "run.jsonl"
     run.write(out)
@@ -152,12 +153,24 @@ def test_log_without_times_leaves_time_only_events_unplaced(tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("2023-03-05 01:30 UTC: lowered LR by 10%\n")
     bare = Run(metrics=metric_run().metrics.drop("time"))
-    (lr,) = attach_notes(bare, [notes]).events
-    assert (lr.step, lr.step_source, lr.time) == (
-        None,
-        None,
-        datetime(2023, 3, 5, 1, 30, tzinfo=UTC),
+    run = attach_notes(bare, [notes])
+    assert run.events == []
+    (lr,) = run.meta.unplaced_notes
+    assert (lr["kind"], lr.get("step"), lr["time"]) == ("lr_change", None, "2023-03-05T01:30:00Z")
+
+
+def test_notes_outside_the_log_and_told_twice(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text(
+        "2023-03-04 20:00 UTC: restart from step 5\n"  # before the log's first step (10)
+        "2023-03-05 04:00 UTC: restart from step 20\n"
+        "2023-03-05 04:10 UTC: the restart from step 20 is running\n"
     )
+    run = attach_notes(metric_run(), [notes])
+    kept = [(e.kind, e.step, e.source.line) for e in run.events if e.source]
+    assert kept == [("restart", 20, 2)]
+    assert [(n["kind"], n["step"]) for n in run.meta.unplaced_notes] == [("restart", 5)]
+    assert run.meta.caveats[-1] == "1 chronicle restart(s) told twice: kept once"
 
 
 def test_binary_notes_file_is_refused(tmp_path):

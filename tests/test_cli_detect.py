@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from _cli import invoke
 
-from logbook.cli_detect import REQUIRED_KEYS
+from logbook.cli_findings import REQUIRED_KEYS
 from logbook.run import Run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "detect"
@@ -32,8 +32,22 @@ def test_json_output_matches_expected(monkeypatch, capsys, case):
         assert list(obj)[: len(REQUIRED_KEYS)] == list(REQUIRED_KEYS)
 
 
-def test_table_output(monkeypatch, capsys):
+def test_default_view_tells_the_incident(monkeypatch, capsys):
     code, out, _ = invoke(monkeypatch, capsys, "detect", str(FIXTURES / "spike_precursor.jsonl"))
+    assert code == 0
+    assert out.splitlines() == [
+        "spike_precursor (synthetic): 1,000 records, 1 segment(s), steps 1..1000",
+        "verdict: damaged: 1 critical incident(s) (loss_spike at 658..707)",
+        "critical         658..707  grad_norm_drift from step 658 (34 steps ahead) -> "
+        "loss_spike x2.987 at 701",
+        "2 finding(s): 1 critical, 1 warning, 0 info",
+    ]
+
+
+def test_table_output(monkeypatch, capsys):
+    code, out, _ = invoke(
+        monkeypatch, capsys, "detect", str(FIXTURES / "spike_precursor.jsonl"), "--all"
+    )
     lines = out.splitlines()
     assert code == 0
     assert lines[0] == "spike_precursor (synthetic): 1,000 records, 1 segment(s), steps 1..1000"
@@ -91,7 +105,10 @@ def test_empty_run_and_list(monkeypatch, capsys, tmp_path):
     path = tmp_path / "empty.jsonl"
     Run().write(path)
     code, out, _ = invoke(monkeypatch, capsys, "detect", str(path))
-    assert (code, out) == (0, "run: 0 records, 0 segment(s)\nno findings\n")
+    assert (code, out) == (
+        0,
+        "run: 0 records, 0 segment(s)\nverdict: no records to judge the run by\n",
+    )
     code, out, _ = invoke(monkeypatch, capsys, "detect", "--list")
     assert code == 0 and out.startswith("# Detectors\n") and "## `loss_spike`" in out
 

@@ -67,13 +67,36 @@ def test_small_spike_is_a_warning_and_unrecovered_is_critical():
     )
 
 
-def test_lone_outlier_below_single_record_ratio_is_ignored():
+def test_lone_outlier_counts_by_its_ratio_or_by_its_deviations():
     loss = descent(1000)
-    loss[499] *= 1.8  # one record, under the 2x bar
-    assert spikes(LOSS, run_of(loss=loss)) == []
-    loss[499] *= 1.3  # 2.34x: a lone record that large counts
+    loss[499] *= 1.8  # one record, under the 2x bar, but ~60 deviations over a quiet loss
     (f,) = spikes(LOSS, run_of(loss=loss))
+    assert (f.severity, f.start_step, f.end_step) == ("warning", 500, 501)
+    assert f.evidence["ratio"] > 1.7 and f.score > 8
+    off = LOSS.make_config({"lone_z": None})  # only the 2x bar
+    assert LOSS(build_context(run_of(loss=loss)), off) == []
+    loss[499] *= 1.3  # 2.34x: a lone record that large counts either way
+    (f,) = LOSS(build_context(run_of(loss=loss)), off)
     assert (f.start_step, f.end_step) == (500, 501)
+
+
+def test_lone_outlier_in_noisy_loss_is_ignored():
+    loss = descent(1000, sigma=0.08)
+    loss[499] = np.median(loss[480:499]) * 1.4  # 1.4x: about 6 deviations of this noise
+    found = spikes(LOSS, run_of(loss=loss))
+    assert [f.step for f in found] == [302]  # the noise's own 1.59x outlier (10.8 deviations)
+    loss[499] = np.median(loss[480:499]) * 1.6  # 8 deviations, 1.38x the highest before it
+    assert [f.step for f in spikes(LOSS, run_of(loss=loss))] == [302, 500]
+
+
+def test_early_rise_held_for_two_records_is_a_spike():
+    loss = np.array([10.9, 14.4, 15.2, 11.3, 11.1, 10.2, 9.8, 9.7, 9.3, 9.4] + [9.0] * 20)
+    (f,) = spikes(LOSS, run_of(loss=loss))
+    assert (f.start_step, f.end_step) == (2, 4)
+    assert f.evidence["peak_step"] == 3
+    loss[2] = 11.0  # one high record early on is not enough under 2x
+    assert spikes(LOSS, run_of(loss=loss)) == []
+    assert GRAD.make_config().early_ratio is None  # grad norms jump early: not for them
 
 
 def test_constant_null_and_single_record():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import polars as pl
 import pytest
 from _rows import file_rows, parse_accounted
 
@@ -191,3 +192,69 @@ def test_an_evaluators_rows_beside_training_rows_are_validation_events():
     parsed = parse_text(text)
     assert parsed.metrics.get_column("step").to_list() == [69, 138]
     assert [e.kind for e in parsed.events] == ["validation", "validation"]
+
+
+def test_a_null_loss_is_a_nonfinite_event_where_the_file_logs_a_loss():
+    text = (
+        '{"step": 1, "loss": 2.0, "loss_scale": 4.0}\n'
+        '{"step": 2, "loss": null, "loss_scale": 1.0}\n'
+        '{"step": 3, "train": {"loss": null}, "grad_norm": null, "lr": 0.1}\n'
+        '{"step": 4, "lr": 0.1}\n'  # a loss not logged on this row: nothing to say
+        '{"step": 5, "loss": 1.9, "grad_norm": 0.5}\n'
+    )
+    p = jsonl.parse(pl.DataFrame({"line": range(1, 6), "text": text.splitlines()}), "x.jsonl")
+    got = [(e.step, e.metric, e.value, e.source.line) for e in p.events if e.kind == "nonfinite"]
+    # (on the record's own line: the line stays counted as the record's)
+    assert got == [(2, "loss", "null", 2), (3, "loss", "null", 3), (3, "grad_norm", "null", 3)]
+    assert p.unrecognized.len() == 0 and p.metrics.height == 5
+
+
+def test_nulls_of_a_metric_never_logged_say_nothing():
+    p = parse_text('{"step": 1, "loss": 2.0, "act_norm": null}\n{"step": 2, "loss": 1.9}\n')
+    assert [e for e in p.events if e.kind == "nonfinite"] == []
+
+
+def test_a_run_of_null_losses_is_found_as_nonfinite(tmp_path):
+    from logbook.detectors import detect
+
+    rows = [
+        f'{{"step": {i}, "loss": {3 - i / 100:.3f}, "loss_scale": 65536}}' for i in range(1, 60)
+    ]
+    rows += [f'{{"step": {i}, "loss": null, "loss_scale": 1}}' for i in range(60, 70)]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    (f,) = [f for f in detect(parsers.read_log(path)) if f.kind == "nonfinite"]
+    assert (f.severity, f.start_step, f.end_step) == ("critical", 60, 69)
+
+
+def test_namespaced_keys_reach_the_detector_columns():
+    text = (
+        '{"step": 1, "train/act_norm": 3.0, "model/attention_logit_max": 9.0, "train/logz": 1.5,'
+        ' "stats/param_norm": 40.0, "total_loss": 2.5, "val/act_norm": 2.0}\n'
+        '{"step": 2, "train/act_norm": 3.1, "model/attention_logit_max": 9.5, "train/logz": 1.4,'
+        ' "stats/param_norm": 40.1, "total_loss": 2.4, "val/act_norm": 2.0}\n'
+    )
+    p = parse_text(text)
+    assert column(p, "act_norm") == [3.0, 3.1]
+    assert column(p, "attn_logit_max") == [9.0, 9.5]
+    assert column(p, "logz") == [1.5, 1.4]
+    assert column(p, "param_norm") == [40.0, 40.1]
+    assert column(p, "loss") == [2.5, 2.4]
+    assert column(p, "val_act_norm") == [2.0, 2.0]  # an evaluation key keeps its name
+
+
+def test_an_explicit_alias_wins_over_a_namespaced_one():
+    p = parse_text('{"step": 1, "loss": 2.0, "total_loss": 5.0}\n')
+    assert column(p, "loss") == [2.0] and column(p, "total_loss") == [5.0]
+
+
+def test_tensorboard_tags_of_detector_metrics_in_other_namespaces():
+    from parsers.tags import columns
+
+    got = columns(["train/loss", "model/act_norm", "stats/attn_logit_max", "layer_norm"])
+    assert got == {
+        "train/loss": "loss",
+        "model/act_norm": "act_norm",
+        "stats/attn_logit_max": "attn_logit_max",
+        "layer_norm": "layer_norm",  # not a norm the detectors watch
+    }

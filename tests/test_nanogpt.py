@@ -9,6 +9,7 @@ import pytest
 from _rows import assert_fixture_rows, parse_accounted, text_run
 
 import parsers
+from logbook.detectors import detect
 from logbook.run import Run
 from parsers import nanogpt
 
@@ -38,13 +39,15 @@ def test_records_evals_saves_and_resume():
     assert m.get_column("mfu_pct").to_list()[:2] == [None, 11.91]  # -100.00% = not measured
     kinds = [(e.kind, e.step, e.source.line) for e in p.events]
     assert kinds == [
+        ("config_change", None, 11),  # Overriding: max_iters = 500
         ("validation", 0, 20),
         ("validation", 250, 25),
         ("checkpoint_save", 250, 26),
         ("restart", None, 31),
         ("validation", 250, 33),
     ]
-    assert p.events[0].values == {"loss": 4.2823, "train_loss": 4.2874}
+    assert (p.events[0].key, p.events[0].new) == ("max_iters", "500")
+    assert p.events[1].values == {"loss": 4.2823, "train_loss": 4.2874}
     assert p.unrecognized.to_list() == [29, 30]  # the traceback; the echoed config is ignored
 
 
@@ -93,3 +96,29 @@ def test_build_nanogpt_log_txt_train_lines_are_records_val_and_hella_evaluations
         ("nonfinite", 2, None),
         ("validation", 3, {"loss": 9.9}),
     ]
+
+
+def test_an_lr_given_again_at_a_relaunch_is_an_lr_change(tmp_path):
+    head = "Overriding config with config/x.py:\nlearning_rate = 1e-3\n"
+    one = (
+        head
+        + "Overriding: learning_rate = 0.1\n"
+        + "".join(
+            f"iter {i}: loss {4 - i / 100:.4f}, time 31.00ms, mfu 11.00%\n"
+            for i in range(0, 70, 10)
+        )
+    )
+    two = head + "Overriding: init_from = resume\nOverriding: learning_rate = 0.06\n"
+    two += "Resuming training from out\n" + "".join(
+        f"iter {i}: loss {4 - i / 100:.4f}, time 31.00ms, mfu 11.00%\n" for i in range(40, 80, 10)
+    )
+    (tmp_path / "a.log").write_text(one)
+    (tmp_path / "b.log").write_text(two)
+    run = parsers.read_log([tmp_path / "a.log", tmp_path / "b.log"])
+    lrs = [(e.step, e.old, e.new, e.manual) for e in run.events_of("lr_change")]
+    assert lrs == [(0, None, 0.1, True), (40, 0.1, 0.06, True)]  # from the next record on
+    (cfg,) = run.events_of("config_change")
+    assert (cfg.key, cfg.new, cfg.step) == ("init_from", "resume", 40)
+    found = [(f.kind, f.step, f.evidence.get("old"), f.evidence.get("new")) for f in detect(run)]
+    # the LR the run started with is not a change; the relaunch's cut is
+    assert [f for f in found if f[0] == "lr_change"] == [("lr_change", 40, 0.1, 0.06)]

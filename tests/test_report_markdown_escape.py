@@ -45,5 +45,9 @@ def test_report_md_of_a_log_with_html_in_its_name_and_crash_line(tmp_path, monke
     code, _, err = invoke(monkeypatch, capsys, "report", str(log), "-o", str(out))
     assert (code, err) == (0, "")
     md = out.read_text()
-    assert "<img" not in md and "<script" not in md
-    assert "run&lt;img src=x onerror=alert(1)&gt;.log" in md
+    outside = re.sub(r"`{3,4}bash\n.*?\n`{3,4}", "", md, flags=re.S)
+    assert "<img" not in outside and "<script" not in md
+    assert "run&lt;img src=x onerror=alert(1)&gt;.log" in outside
+    # inside a code block (literal text in Markdown) the replay command names the log as
+    # a shell takes it
+    assert f"logbook replay segment '{log}' --start 75" in md

@@ -52,8 +52,8 @@ def test_fixture_flags_and_replay_command(fixture_remedy):
         "--override-opt_param-scheduler --lr 0.00015"
     )
     assert r.replay == (
-        "logbook replay counterfactual REPLAY_DIR --from 1000 --until 1300 --out remedy_1098 "
-        "--variant baseline=baseline --variant skip=skip:1001-1200 "
+        "logbook replay segment incident_run.jsonl --start 1000 --end 1300 --out remedy_1098 "
+        "--variant skip=skip:1001-1200 "
         "--variant lr_cut=lr_scale:0.5 --variant skip_lr_cut=skip:1001-1200,lr_scale:0.5"
     )
 

@@ -134,7 +134,8 @@ def test_html_is_self_contained_and_lists_everything(built):
         "skip the batches of steps 1001..1200 (200 batches; samples 256,000..307,199, estimated)",
         "cut the peak learning rate from 0.0003 to 0.00015",
         "--skip-train-iteration-range 1001-1200",
-        "logbook replay counterfactual REPLAY_DIR --from 1000 --until 1300",
+        "--start 1000 --end 1300 --out remedy_1098",
+        "logbook replay segment ",
     ):
         assert text in html, text
 

@@ -6,8 +6,9 @@ docstring saying when it fires and when it stays quiet. :func:`detect` runs them
 a run and links precursors to the spikes and divergences they announce.
 
 Severity policy: ``critical`` = the run is damaged: non-finite values, a divergence, a
-loss spike of 2x or more or one that did not recover, a grad-norm spike of 20x or more
-or one that did not recover, a loss scale at its minimum. ``warning`` = worth a look:
+run that ends in crash evidence with no restart after it, a loss spike of 2x or more or
+one that did not recover, a grad-norm spike of 20x or more or one that did not recover, a
+loss scale at its minimum. ``warning`` = worth a look:
 smaller spikes, a collapse of the loss scale, a drift of 2x or more, an unexplained LR
 jump inside a segment, a stall, a slowdown, a restart after crash evidence. ``info`` =
 context: restarts without crash evidence, LR changes at a relaunch, overflow skips,
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from logbook.detectors import (
+    crash,
     divergence,
     drift,
     grad_norm_spike,
@@ -51,6 +53,7 @@ DETECTORS: dict[str, Detector] = {
     "stall": stall.DETECTOR,
     "throughput_drop": throughput.DETECTOR,
     "restarts": restarts.DETECTOR,
+    "crash": crash.DETECTOR,
     "short_spike": short_spike.DETECTOR,
 }
 

@@ -15,7 +15,8 @@ measured against the baseline frozen at its onset:
 - peak: the highest record in between; magnitude = peak / baseline.
 
 A lone elevated record (fewer than ``min_records`` elevated records in the episode) is
-kept only when its ratio reaches ``single_record_ratio``: heavy-tailed noise makes single
+kept only when its ratio reaches ``single_record_ratio``, or (where the detector sets
+``lone_z``) ``lone_min_ratio`` at ``lone_z`` deviations: heavy-tailed noise makes single
 outliers, while real spikes last several records unless the log interval is coarse. A
 rise that starts at the first record after a restart and never comes back is a new level
 set by the relaunch (a new loss scale, data or config), not a spike.
@@ -60,6 +61,28 @@ class SpikeConfig(DetectorConfig):
     )
     min_records: int = Field(
         2, ge=1, description="Elevated records that make a spike without the single-record bar."
+    )
+    lone_z: float | None = Field(
+        None,
+        gt=0,
+        description="Deviations that make a single elevated record a spike below "
+        "single_record_ratio (with at least lone_min_ratio); none: only that ratio does.",
+    )
+    lone_min_ratio: float = Field(
+        1.3, gt=1, description="Smallest ratio of a single elevated record kept by lone_z."
+    )
+    recent_records: int | None = Field(
+        None,
+        ge=2,
+        description="Baseline: the lower of the window's median and the median of this many "
+        "last records (a falling loss); none: the window's median.",
+    )
+    early_ratio: float | None = Field(
+        None,
+        gt=1,
+        description="In the first min_history records, a rise of this ratio held for two "
+        "records is a spike (the loss should be falling then); none: only a jump of "
+        "single_record_ratio is.",
     )
     min_noise: float = Field(
         0.01, gt=0, description="Floor of the noise deviation, in log units (0.01 = 1%)."
@@ -114,11 +137,17 @@ def _arrays(rows: Rows, noise: np.ndarray, cfg: SpikeConfig) -> dict[str, np.nda
     # ``min_history`` of a lineage: short history) use the strict rule.
     need = np.maximum(math.log(cfg.min_ratio), cfg.z * a["noise"])
     cold = np.zeros(rows.size, dtype=bool)
+    first_rise = min(cfg.early_ratio or cfg.single_record_ratio, cfg.single_record_ratio)
     for lo, hi in bounds:
         cold[lo : min(hi, lo + cfg.min_history)] = True
-        need[lo : min(hi, lo + cfg.min_history)] = math.log(cfg.single_record_ratio)
+        need[lo : min(hi, lo + cfg.min_history)] = math.log(first_rise)
     a["cold"] = cold
     a["base"] = prev_window_median(rows.y, rows.lineage, cfg.window, need)
+    if cfg.recent_records is not None:
+        # while the loss falls (the warm-up descent, a decay) the window's median lags
+        # above its level: the median of the last few records is the baseline then
+        recent = prev_window_median(rows.y, rows.lineage, cfg.recent_records, need)
+        a["base"] = np.fmin(a["base"], recent)
     return a
 
 
@@ -130,8 +159,14 @@ def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig) -> list[dict]:
     zf = np.where(a["age"][cand] < cfg.restart_grace, cfg.restart_z_factor, 1.0)
     cold = a["cold"][cand]
     warm = ~cold & (rise >= math.log(cfg.min_ratio)) & (rise >= cfg.z * zf * noise[cand])
-    # too little history for a noise scale: only a jump of single_record_ratio counts
+    # too little history for a noise scale: a jump of single_record_ratio, or a rise of
+    # early_ratio that the next record holds (early in training the loss falls)
     jump = cold & (rise >= math.log(cfg.single_record_ratio))
+    if cfg.early_ratio is not None:
+        nxt = np.minimum(cand + 1, y.size - 1)
+        held = (nxt > cand) & (a["lineage"][nxt] == a["lineage"][cand])
+        held &= y[nxt] - base[cand] >= math.log(cfg.early_ratio)
+        jump |= cold & (rise >= math.log(cfg.early_ratio)) & held
     trig = cand[warm | jump]
     which = np.searchsorted(a["starts"], trig, side="right") - 1
     los, his = a["starts"][which], a["ends"][which]
@@ -142,13 +177,24 @@ def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig) -> list[dict]:
             continue
         ep = _measure(y, base, noise, t, lo, hi, cfg)
         free = _rearm(y, ep, cfg, hi) if ep["recovered"] else hi
-        if ep["elevated"] < cfg.min_records and ep["ratio"] < cfg.single_record_ratio:
+        if ep["elevated"] < cfg.min_records and not _lone_spike(ep, a, cfg):
             free = t + 1
             continue
         if a["age"][ep["start"]] == 0 and not ep["recovered"]:
             continue  # a new level set by the relaunch (loss scale, data, config)
         episodes.append(ep)
     return episodes
+
+
+def _lone_spike(ep: dict, a: dict[str, np.ndarray], cfg: SpikeConfig) -> bool:
+    """Whether an episode of one elevated record is a spike: a jump of
+    ``single_record_ratio``, or (with a noise scale to judge it by) one of
+    ``lone_min_ratio`` that stands ``lone_z`` deviations above the baseline."""
+    if ep["ratio"] >= cfg.single_record_ratio:
+        return True
+    if cfg.lone_z is None or a["cold"][ep["trigger"]]:
+        return False
+    return ep["ratio"] >= cfg.lone_min_ratio and ep["z"] >= cfg.lone_z
 
 
 def _rearm(y: np.ndarray, ep: dict, cfg: SpikeConfig, hi: int) -> int:

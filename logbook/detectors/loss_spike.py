@@ -1,7 +1,8 @@
 """``loss_spike``: the training loss jumps well above its recent level.
 
 Fires when a loss record is at least ``min_ratio`` (1.25) times the median of the previous
-``window`` (50) records and ``z`` (6) robust noise deviations above it, in log space; the
+``window`` (50) records (or of the last ``recent_records`` (10), when lower: a falling
+loss) and ``z`` (6) robust noise deviations above it, in log space; the
 finding gives the onset, the peak, the recovery (or "not recovered") and the magnitude
 peak/baseline. Severity: critical when the peak is ``critical_ratio`` (2x) the baseline
 or more, or the loss has not come back by the end of the run (or of the stretch a
@@ -11,11 +12,13 @@ one (a bad batch rather than damage).
 Stays quiet on: the warm-up descent (the loss falls below its rolling median, never
 above), the slow downward trend, heavy-tailed noise (the noise scale is a median of
 absolute differences; a spike needs ``min_records`` (2) records ``onset_z`` (4) deviations
-up, or a lone record of ``single_record_ratio``, 2x), the jump at
+up, or a lone record of ``single_record_ratio``, 2x, or of ``lone_min_ratio`` (1.3x) that
+stands ``lone_z`` (8) deviations above a quiet baseline), the jump at
 a restart (the trajectory joins the resumed records to the checkpoint's, the first
 ``restart_grace`` records after a restart need twice the deviation, and a new level from
 the first record of a relaunch is not a spike), constant input, and short history (with
-fewer than ``min_history`` records before it, only a 2x jump counts).
+fewer than ``min_history`` records before it, only a 2x jump counts, or a rise of
+``early_ratio`` (1.3x) that the next record holds: early in training the loss falls).
 """
 
 from __future__ import annotations
@@ -29,11 +32,24 @@ NAME = "loss_spike"
 
 
 class Config(SpikeConfig):
-    """Loss-spike thresholds (the defaults of :class:`SpikeConfig`)."""
+    """Loss-spike thresholds: :class:`SpikeConfig`, with the rules for a single clear
+    outlier, a falling loss and the first records switched on (see ``DEFAULTS``)."""
+
+
+# a loss is steadier than a grad norm: a lone outlier far above a quiet baseline, a rise
+# over a falling loss and an early rise count (grad norms are heavy-tailed and jump early)
+DEFAULTS = {"lone_z": 8.0, "recent_records": 10, "early_ratio": 1.3}
 
 
 def detect(ctx: Context, cfg: Config) -> list[Finding]:
     return detect_spikes(ctx, cfg, "loss_spike", NAME)
 
 
-DETECTOR = Detector(name=NAME, config=Config, fn=detect, kinds=("loss_spike",), doc=__doc__ or "")
+DETECTOR = Detector(
+    name=NAME,
+    config=Config,
+    fn=detect,
+    kinds=("loss_spike",),
+    doc=__doc__ or "",
+    defaults=DEFAULTS,
+)

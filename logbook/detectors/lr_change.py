@@ -7,7 +7,9 @@ the part of the change that neither side explains, less half the neighbours' dif
 in slope (a bend of the schedule, such as the end of the warm-up falling between two
 records), is the *unexplained* change. Fires
 when it reaches ``min_rel_change`` (2%) of the learning rate. Also reports the parsers'
-``lr_change`` events. The finding gives old, new and ratio. Severity: info when the jump
+``lr_change`` events (not the setting a run starts with: a launch's echo of its LR
+before the first record, with nothing before it to change from). The finding gives old,
+new and ratio. Severity: info when the jump
 is at a restart (a relaunch with a new schedule, ``manual`` in the evidence) or comes
 from a parser event marked manual; warning when it happens inside a segment.
 
@@ -43,9 +45,12 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
     out = _from_series(ctx, cfg) if ctx.has("lr") else []
     seen = [f.step for f in out]
     tol = max(ctx.interval, 1)
+    first = ctx.run.metrics.get_column("step").min() if ctx.run.metrics.height else None
     for e in ctx.events:
         if not isinstance(e, LrChange) or e.step is None:
             continue
+        if e.manual and e.old is None and e.factor is None and e.step == first:
+            continue  # the LR the run started with (a setting echoed at start-up)
         if not any(abs(e.step - s) <= tol for s in seen if s is not None):
             out.append(_from_event(e))
     return out

@@ -69,6 +69,8 @@ def _restart(e: Restart, step_time: float | None) -> Finding:
     if e.cause:
         parts.append(f"cause: {e.cause}")
     start = e.resume_step + 1 if e.resume_step is not None else e.step
+    if start is not None and e.step is not None and start > e.step:
+        start = e.step  # resumed at the step itself (a note "restarted from 12000")
     return finding(
         "restart",
         NAME,

@@ -17,7 +17,7 @@ from logbook.report.goodput import Goodput, account
 from logbook.report.incidents import Incident, incidents
 from logbook.report.remedies import Remedy, remedies
 from logbook.report.summary import Summary, summarize
-from logbook.report.tables import Table, event_table, finding_table
+from logbook.report.tables import Table, event_table, finding_table, notes_apart_table
 from logbook.run import Run
 from logbook.schema import Finding
 
@@ -43,6 +43,7 @@ class Report:
     undrawn_incidents: int = 0
     featured: list[int] = field(default_factory=list)  # incidents drawn and detailed
     figures_note: str = ""  # why there are no figures
+    notes_apart: Table | None = None  # chronicle events off the log's steps
 
     def incident_number(self, inc_main: Finding) -> int:
         """1-based position of the incident whose main finding is ``inc_main``."""
@@ -76,6 +77,7 @@ def build_report(
         remedies=remedies(run, findings, found),
         finding_table=finding_table(run, findings),
         event_table=event_table(run),
+        notes_apart=notes_apart_table(run),
     )
     report.featured = _featured(found, max_zooms)
     if not figures:

@@ -15,8 +15,9 @@ Flag names as defined in each framework's argument parser:
 - fairseq: ``--restore-file``, ``--reset-lr-scheduler``, ``--lr``; it has no option to
   skip batches.
 
-The replay command uses the intervention syntax of ``logbook replay counterfactual``
-(``skip:A-B``, ``lr_scale:F``).
+The replay command is ``logbook replay segment`` on the run's own logs (its ``recorded``
+and ``no_actions`` variants come with it), with the intervention syntax of the replay
+variants (``skip:A-B`` in recorded steps, ``lr_scale:F``).
 """
 
 from __future__ import annotations
@@ -121,14 +122,22 @@ def _generic(r: Remedy) -> list[str]:
     ]
 
 
-def replay_command(r: Remedy, cut: float) -> str:
-    """The ``logbook replay counterfactual`` command that tests the remedy's parts alone
-    and together on the small model, against doing nothing."""
+def replay_command(r: Remedy, cut: float, sources: list[str] | None = None) -> str:
+    """The ``logbook replay segment`` command that replays the incident's stretch of
+    the real log on the small model, with the remedy's parts alone and together against
+    the recorded actions (``sources``: the run's log files; ``LOG`` when unknown)."""
     skip = f"skip:{r.skip_start}-{r.skip_end}"
     lr = f"lr_scale:{cut:g}"
     until = max(r.skip_end, r.end) + 100
+    logs = " ".join(_quoted(p) for p in sources) if sources else "LOG"
     return (
-        f"logbook replay counterfactual REPLAY_DIR --from {r.rewind_step} --until {until} "
-        f"--out remedy_{r.onset} --variant baseline=baseline --variant skip={skip} "
+        f"logbook replay segment {logs} --start {r.rewind_step} --end {until} "
+        f"--out remedy_{r.onset} --variant skip={skip} "
         f"--variant lr_cut={lr} --variant skip_lr_cut={skip},{lr}"
     )
+
+
+def _quoted(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)

@@ -43,6 +43,16 @@ def document(r: Report) -> Document:
     doc.add(Heading(2, "Events", "events"))
     doc.add(TableBlock(r.event_table, "events-table"))
     _omitted(doc, r.event_table, "events")
+    if r.notes_apart is not None and r.notes_apart.rows:
+        doc.add(Heading(2, "Chronicle notes not on the log's steps", "notes-apart"))
+        doc.add(
+            Para(
+                "What the chronicle tells of steps the log does not hold (or without a step "
+                "it could be placed at): kept here, off the timeline and the findings."
+            )
+        )
+        doc.add(TableBlock(r.notes_apart, "notes-apart-table"))
+        _omitted(doc, r.notes_apart, "notes")
     return doc
 
 
@@ -61,7 +71,10 @@ def glance(r: Report) -> str:
         )
     else:
         parts.append("no restart")
-    if g.goodput is not None:
+    if g.goodput is not None and g.wall_estimated:
+        # no clock: the time between launches is unknown, so the figure is a bound
+        parts.append(f"goodput at most {percent(g.goodput)} (no timestamps: an upper bound)")
+    elif g.goodput is not None:
         text = f"goodput {percent(g.goodput)}"
         if g.modelled_optimal is not None:
             text += f" ({percent(g.modelled_optimal)} modelled at the Young–Daly interval)"
@@ -180,7 +193,10 @@ def _goodput(doc: Document, g: Goodput) -> None:
         ("recomputed steps R", seconds(g.recompute_s)),
         ("checkpoint saves S", f"{g.saves} x {seconds(g.save_time_s)} = {seconds(g.saves_s)}"),
         ("useful time T = W − G − R − S", seconds(g.useful_s)),
-        ("goodput T / W", percent(g.goodput)),
+        (
+            "goodput T / W" + (" (upper bound: no timestamps)" if g.wall_estimated else ""),
+            percent(g.goodput),
+        ),  # fmt: skip
         ("failures F (restarts after a crash)", str(g.failures)),
         ("MTBF M = W / F", seconds(g.mtbf_s)),
         ("checkpoint interval τ_c", f"{steps} = {seconds(g.interval_s)}"),

@@ -59,11 +59,9 @@ def lineage_series(
     ys: list[np.ndarray] = []
     for key in sorted(frame.get_column("lineage").unique().to_list()):
         part = frame.filter(pl.col("lineage") == key)
-        x, y = minmax_bins(
-            part.get_column("step").to_numpy(),
-            part.get_column(column).cast(pl.Float64).to_numpy(),
-            bins,
-        )
+        steps = part.get_column("step").to_numpy()
+        x, y = minmax_bins(steps, part.get_column(column).cast(pl.Float64).to_numpy(), bins)
+        x, y = broken_at_gaps(x, y, steps)
         if xs:
             xs.append(np.array([np.nan]))
             ys.append(np.array([np.nan]))
@@ -72,3 +70,26 @@ def lineage_series(
     if not xs:
         return np.array([]), np.array([])
     return np.concatenate(xs), np.concatenate(ys)
+
+
+GAP_FACTOR = 10  # steps absent over this many log intervals are drawn as a gap
+
+
+def broken_at_gaps(
+    x: np.ndarray, y: np.ndarray, steps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``x``, ``y`` (points drawn from records at ``steps``, sorted) with a NaN where the
+    log has no record for more than ``GAP_FACTOR`` log intervals: a gap is drawn as a
+    gap, not as a straight line across steps nobody measured."""
+    if steps.size < 3 or x.size < 2:
+        return x, y
+    d = np.diff(steps.astype(np.float64))
+    d = d[np.isfinite(d) & (d > 0)]
+    if not d.size:
+        return x, y
+    wide = np.flatnonzero(np.diff(steps.astype(np.float64)) > GAP_FACTOR * float(np.median(d)))
+    if not wide.size:
+        return x, y
+    at = np.searchsorted(x, steps[wide + 1], side="left")
+    at = np.unique(at[(at > 0) & (at < x.size)])
+    return np.insert(x.astype(np.float64), at, np.nan), np.insert(y, at, np.nan)

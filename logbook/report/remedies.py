@@ -82,6 +82,7 @@ def remedies(
         resumes=_resumes(run),
         drifts=[f for f in findings if f.kind == DRIFT_KIND],
         fmt=run.meta.format,
+        sources=list(run.meta.sources),
     )
     return [_remedy(ctx, inc) for inc in todo]
 
@@ -94,6 +95,7 @@ class _Context:
     resumes: dict[int, int]
     drifts: list[Finding]
     fmt: str | None
+    sources: list[str]
 
 
 def _resumes(run: Run) -> dict[int, int]:
@@ -134,7 +136,7 @@ def _remedy(ctx: _Context, inc: Incident) -> Remedy:
     _skip(r, ctx.lines)
     _lr(r, ctx.lines)
     r.commands = framework_commands(ctx.fmt, r)
-    r.replay = replay_command(r, LR_CUT)
+    r.replay = replay_command(r, LR_CUT, ctx.sources)
     return r
 
 

@@ -145,3 +145,24 @@ def event_table(run: Run, limit: int = MAX_ROWS) -> Table:
         )
     t.omitted = len(run.events) - len(shown)
     return t
+
+
+def notes_apart_table(run: Run, limit: int = MAX_ROWS) -> Table:
+    """The chronicle events set apart (``meta.unplaced_notes``): no step, or a step
+    outside the log's."""
+    notes = list(getattr(run.meta, "unplaced_notes", None) or [])
+    t = Table(["kind", "step", "time", "text", "source"])
+    for n in notes[:limit]:
+        src = n.get("source") or {}
+        where = f"{src.get('file', '')}:{src.get('line', '')}" if src else ""
+        t.rows.append(
+            [
+                Cell(str(n.get("kind", ""))),
+                num(n.get("step")),
+                Cell(str(n.get("time", "") or "")[:19].replace("T", " ")),
+                Cell(str(n.get("text", "") or "")[:300]),
+                Cell(where.rsplit("/", 1)[-1]),
+            ]
+        )
+    t.omitted = max(0, len(notes) - limit)
+    return t

@@ -86,7 +86,52 @@ def attach_notes(run: Run, notes_paths: list[Path], tz: str = "UTC") -> Run:
         meta.caveats.append(
             f"{unplaced} chronicle event(s) fall outside the metric log's time span: no step"
         )
-    return Run(metrics=run.metrics, events=[*run.events, *events], meta=meta)
+    kept, apart, repeated = _on_the_log(events, run)
+    if apart:
+        lo, hi = _step_range(run)
+        meta.unplaced_notes = [e.model_dump(mode="json", exclude_none=True) for e in apart]
+        meta.caveats.append(
+            f"{len(apart)} chronicle event(s) not on the log's steps {lo}..{hi} (no step, or "
+            "outside them): listed apart, not on the timeline"
+        )
+    if repeated:
+        meta.caveats.append(f"{repeated} chronicle restart(s) told twice: kept once")
+    return Run(metrics=run.metrics, events=[*run.events, *kept], meta=meta)
+
+
+def _step_range(run: Run) -> tuple[int | None, int | None]:
+    steps = run.metrics.get_column("step").drop_nulls() if run.metrics.height else None
+    if steps is None or steps.len() == 0:
+        return None, None
+    return int(steps.min()), int(steps.max())  # type: ignore[arg-type]
+
+
+def _on_the_log(events: list[EventBase], run: Run) -> tuple[list[EventBase], list, int]:
+    """The chronicle's events on the log's steps; those without a step or outside the
+    log's steps (a chronicle tells the whole run, the log may hold a piece of it); and
+    how many restarts were told again (the same step and resume step, by the log or the
+    notes)."""
+    lo, hi = _step_range(run)
+    if lo is None or hi is None:
+        return events, [], 0
+
+    def said(e: EventBase) -> tuple | None:
+        resume = getattr(e, "resume_step", None)
+        return (e.step, resume) if e.kind == "restart" and resume is not None else None
+
+    told = {said(e) for e in run.events} - {None}
+    kept: list[EventBase] = []
+    apart: list[EventBase] = []
+    repeated = 0
+    for e in events:
+        if e.step is None or not lo <= e.step <= hi:
+            apart.append(e)
+        elif said(e) is not None and said(e) in told:
+            repeated += 1  # the same restart (step and resume step) told again
+        else:
+            kept.append(e)
+            told.add(said(e))
+    return kept, apart, repeated
 
 
 def _merge_meta(meta: RunMeta, parts: list[Parsed], stats: list[ParseStats]) -> None:

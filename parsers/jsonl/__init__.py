@@ -9,7 +9,9 @@ nats: the file says nothing about units), ``lr|learning_rate|optim/lr|train/lr``
 are kept as snake_case columns, nested objects flattened with ``/`` first
 (``{"train": {"z_loss": 1}}`` and ``"train/z_loss"`` both -> ``train_z_loss``).
 ``NaN``/``Infinity``/``-Infinity`` are read bare (as Python's ``json`` writes them) and
-as strings. Evaluation-only rows become ``validation`` events (see
+as strings; a ``null`` written for the loss or the grad norm (what many writers put for a
+NaN, since JSON has none) is a ``nonfinite`` event on its record, in a file that logs that
+metric elsewhere. Evaluation-only rows become ``validation`` events (see
 ``parsers.jsonl.table``). Blank lines, ``#``/``//`` comments, objects without a
 number and step-less objects in a file with steps (a config line) are ignored; lines
 that are not one JSON object are unrecognized.
@@ -28,11 +30,11 @@ import numpy as np
 import polars as pl
 
 from logbook.parsed import Parsed
-from logbook.schema import EventBase, Source, Validation
+from logbook.schema import EventBase, Nonfinite, Source, Validation
 from parsers import json_decode as jd
 from parsers.columns import snake, with_core
 from parsers.jsonl import columns as jc
-from parsers.jsonl.table import build
+from parsers.jsonl.table import build, shared_alias
 from parsers.reader import Spec
 
 NAME = "jsonl"
@@ -117,7 +119,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     line = cand.get_column("line")[raw.get_column(jd.ROW)]
     table = build(raw.drop(jd.ROW), paths, line)
     texts = dict(cand.join(table.evals.select("line"), on="line").select("line", "text").rows())
-    events = _validations(table.evals, texts, name)
+    events = _validations(table.evals, texts, name) + _null_values(cand, table.metrics, name)
     unrec = np.concatenate(
         [
             lines.filter(~blank & ~comment & ~is_obj).get_column("line").to_numpy(),
@@ -131,6 +133,51 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         unrecognized=pl.Series("line", np.sort(unrec), dtype=pl.Int64),
         ignored=ignored,
     )
+
+
+_NULL_KEY = r'"([^"\\]{1,200})"\s*:\s*null\b'
+_NULL_WATCHED = ("loss", "grad_norm")
+
+
+def _null_values(cand: pl.DataFrame, metrics: pl.DataFrame, name: str) -> list[EventBase]:
+    """A ``null`` written for the loss or the grad norm, in a file that logs that metric
+    (JSON has no NaN: many writers put ``null`` where the value was NaN or inf): a
+    ``nonfinite`` event (value ``null``) on the record."""
+    watched = [c for c in _NULL_WATCHED if c in metrics.columns]
+    watched = [c for c in watched if metrics.get_column(c).is_not_null().any()]
+    if not watched or metrics.height == 0:
+        return []
+    texts = cand.filter(pl.col("text").str.contains("null", literal=True))
+    if texts.height == 0:
+        return []
+    keys = texts.select("line", pl.col("text").str.extract_all(_NULL_KEY).alias("k"))
+    recs = metrics.select("line", "step", "time", *watched)
+    got = keys.join(recs, on="line", how="inner")
+    out: list[EventBase] = []
+    for row in got.iter_rows(named=True):
+        said = {_column_of(k) for k in row["k"]}
+        for col in watched:
+            if col in said and row[col] is None:
+                out.append(
+                    Nonfinite(
+                        step=row["step"],
+                        time=row["time"],
+                        metric=col,
+                        value="null",
+                        source=Source(file=name, line=row["line"]),  # the record's line
+                    )
+                )
+    return out
+
+
+def _column_of(match: str) -> str | None:
+    """The watched column a ``"key": null`` match names (its key's last part)."""
+    key = match.split('"')[1] if '"' in match else match
+    sn = snake(key.rsplit("/", 1)[-1].rsplit(".", 1)[-1])
+    for col in _NULL_WATCHED:
+        if sn in {snake(a) for a in jc.ALIASES[col]} or shared_alias(sn) == col:
+            return col
+    return None
 
 
 def _merge(frame: pl.DataFrame, slow: list[dict[str, Any]]) -> pl.DataFrame:

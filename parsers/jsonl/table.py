@@ -17,6 +17,7 @@ import polars as pl
 from logbook.schema import METRIC_COLUMNS
 from parsers.columns import repeated, snake
 from parsers.jsonl import columns as jc
+from parsers.reader import aliases as shared
 
 _INTEGER = ("step", "skipped", "nan_count", "samples", "tokens", "batch_size")
 _RESERVED = ("time", "segment", "source", "line")
@@ -93,6 +94,15 @@ def _name(sn: str) -> str:
     return f"{sn}_value" if sn in _RESERVED or sn in METRIC_COLUMNS else sn
 
 
+def shared_alias(sn: str) -> str | None:
+    """The detector column a snake_case key maps to in the shared alias table, unless it
+    is an evaluation key."""
+    if jc.EVAL.match(sn) or sn in _RESERVED:
+        return None
+    canon = shared.canonical(sn)
+    return canon if canon in shared.DETECTOR_COLUMNS else None
+
+
 def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:
     """``raw``: flattened decoded objects (``paths``: each column's key path), one row per
     line in ``line``. Keys with one snake_case name (``eval/loss``, ``eval_loss``) make
@@ -117,6 +127,13 @@ def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:
                 )
             exprs[canon] = value
             used.update(cols)
+    for sn, cols in by_snake.items():
+        rest = [c for c in cols if c not in used]
+        canon = shared_alias(sn)
+        if rest and canon is not None and canon not in exprs:
+            # a key the shared alias table knows (``total_loss``, ``train/act_norm``)
+            exprs[canon] = pl.coalesce([numbers[c] for c in rest])
+            used.update(rest)
     for sn, cols in by_snake.items():
         rest = [numbers[c] for c in cols if c not in used]
         if rest:

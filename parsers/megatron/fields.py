@@ -18,6 +18,7 @@ from parsers.megatron.lines import vx
 CANONICAL = {
     "lmloss": "loss",
     "lm_loss": "loss",
+    "lm-loss": "loss",  # early Megatron-DeepSpeed
     "loss": "loss",
     "learningrate": "lr",
     "gradnorm": "grad_norm",

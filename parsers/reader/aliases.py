@@ -85,6 +85,14 @@ ALIASES: dict[str, str] = {
     "act_norm": "act_norm",
     "actv_norm": "act_norm",
     "activation_norm": "act_norm",
+    "activations_norm": "act_norm",
+    "attn_logit_max": "attn_logit_max",
+    "max_attn_logit": "attn_logit_max",
+    "attn_logits_max": "attn_logit_max",
+    "attention_logit_max": "attn_logit_max",
+    "max_attention_logit": "attn_logit_max",
+    "logz": "logz",
+    "log_z": "logz",
     # fp16
     "loss_scale": "loss_scale",
     "lossscale": "loss_scale",
@@ -120,7 +128,30 @@ TIME_COLUMNS = {"step_time_s"}
 INT_COLUMNS = {"step", "skipped", "nan_count", "samples", "tokens", "batch_size", "epoch"}
 # key suffixes that state the unit in the key itself
 _KEY_UNITS = {"_ms": "ms", "_in_ms": "ms", "_s": "s", "_in_s": "s", "_sec": "s"}
-NAMESPACES = ("train_", "training_", "trainer_", "optim_", "optimizer_", "metrics_")
+NAMESPACES = (
+    "train_",
+    "training_",
+    "trainer_",
+    "optim_",
+    "optimizer_",
+    "metrics_",
+    "model_",
+    "stats_",
+)
+
+
+# the canonical columns the detectors read: the ones a key of another format's own
+# naming (a JSONL key, a TensorBoard tag) may still reach through this table
+DETECTOR_COLUMNS = (
+    "loss",
+    "lr",
+    "grad_norm",
+    "loss_scale",
+    "act_norm",
+    "param_norm",
+    "attn_logit_max",
+    "logz",
+)
 
 
 def norm(key: str) -> str:

@@ -30,7 +30,8 @@ CRASH_CAUSES = [
     (
         "oom",
         r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError|[Rr]an out of memory"
-        r"|Cannot allocate memory",
+        r"|Cannot allocate memory|Insufficient Memory|CallbackErrorOutOfMemory"
+        r"|[Oo]ut of memory: Killed process|oom-kill|OOM killer",
     ),
     (
         "nccl_error",
@@ -43,17 +44,39 @@ CRASH_CAUSES = [
         r"|device-side assert|NVRM: Xid",
     ),
     ("segfault", r"Segmentation fault|SIGSEGV"),
-    ("time_limit", r"DUE TO TIME LIMIT|exiting program after [\d.]+ minutes"),
+    (
+        "nonfinite_loss",
+        r"Loss is (?:nan|inf|-inf|NaN|Inf), stopping training|[Ll]oss (?:became|is) "
+        r"(?:infinite|NaN|nan)(?: or NaN)? at iteration",
+    ),
+    (
+        "time_limit",
+        r"DUE TO TIME LIMIT|job killed: walltime"
+        r"|walltime \d+ exceeded limit|TIME LIMIT EXCEEDED",
+    ),
     ("node_failure", r"DUE TO NODE FAIL|NODE_FAIL"),
     ("cancelled", r"CANCELLED AT|Job step aborted"),
+    ("interrupted", r"^KeyboardInterrupt|\bKeyboardInterrupt: |^\^C\s*$"),
+    (
+        "abort",
+        r"terminating due to uncaught exception|terminate called after throwing"
+        r"|Aborted \(core dumped\)|^zsh: abort |^\w+: line \d+: +\d+ Aborted",
+    ),
     ("sigkill", r"SIGKILL"),
     ("sigterm", r"SIGTERM|received signal 15"),
-    ("planned_exit", r"exiting program at iteration \d+"),
+    # Megatron's --exit-interval and --exit-duration-in-mins: a checkpoint saved, then out
+    ("planned_exit", r"exiting program at iteration \d+|exiting program after [\d.]+ minutes"),
     (
         "process_exit",
-        r"[Ee]xited with exit code [1-9]|exits with return code = -?[1-9]|exitcode *: *-?[1-9]",
+        r"[Ee]xited with exit code [1-9]|exits with return code = -?[1-9]|exitcode *: *-?[1-9]"
+        r"|[Tt]raining errored after \d+ iterations|^\s*(?:\[\d+\] +)?\d+ (?:exit \d+|killed"
+        r"|interrupt) {2}\S",
     ),
-    ("exception", r"^(?:\w+\.)*\w*(?:Error|Exception):"),
+    (
+        "exception",
+        r"^(?:\w+\.)*\w*(?:Error|Exception):|\b(?:Uncaught|Unhandled) (?:\w+\.)*\w*(?:Error"
+        r"|Exception)\b",
+    ),
 ]
 RESUME = (
     r"(?i)resum(?:e|ed|ing) (?:training |the training )?from|loading checkpoint|"
@@ -75,6 +98,7 @@ ANY = "|".join(
 )
 # a Python traceback's lines that say nothing of their own (its first line, the lines
 # between chained exceptions, a caret marker; its indented frames are told by indentation)
+TRACEBACK_START = r"^Traceback \(most recent call last\)"
 TRACEBACK_BODY = (
     r"^Traceback \(most recent call last\)|^During handling of the above|^The above exception"
     r"|^\^+$"

@@ -8,7 +8,7 @@ import polars as pl
 
 from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
-from logbook.schema import EventBase, Source, Validation
+from logbook.schema import EventBase, HardwareFailure, Source, Validation
 from parsers.reader import Spec, events
 from parsers.reader.numbers import NUMBER_RE
 from parsers.reader.passes import two_passes
@@ -107,6 +107,7 @@ def _events(
             ev.step = _step_before(line, rec_lines, rec_steps)
         lines.append(line)
         found.append(ev)
+    found += _cut_tracebacks(free, found, lines, name)
     _skipped_steps([e for e in found if e.kind == "overflow_skip"], rec_lines, rec_steps)
     for ev in found:
         if ev.kind == "overflow_skip" and out and _same_overflow(out[-1], ev):
@@ -114,6 +115,34 @@ def _events(
         out.append(ev)
     out.sort(key=lambda e: e.source.line if e.source else 0)
     return out, pl.Series("line", lines, pl.Int64)
+
+
+TRACEBACK_REACH = 200  # lines after a traceback's first line its exception may come
+
+
+def _cut_tracebacks(
+    free: pl.DataFrame, found: list[EventBase], lines: list[int], name: str
+) -> list[EventBase]:
+    """A traceback whose exception line never comes (the excerpt or the file ends inside
+    it) is crash evidence by itself: a ``hardware_failure`` (cause ``exception``) at its
+    first line. ``lines`` gets their line numbers."""
+    starts = free.filter(pl.col("body").str.contains(events.TRACEBACK_START))
+    if starts.height == 0:
+        return []
+    crash_lines = np.array(
+        sorted(e.source.line for e in found if e.kind == "hardware_failure" and e.source),
+        dtype=np.int64,
+    )
+    out: list[EventBase] = []
+    for line, s in starts.select("line", "body").iter_rows():
+        k = int(np.searchsorted(crash_lines, line, side="right"))
+        if k < crash_lines.size and crash_lines[k] - line <= TRACEBACK_REACH:
+            continue
+        out.append(
+            HardwareFailure(cause="exception", source=Source(file=name, line=line), text=s[:300])
+        )
+        lines.append(line)
+    return out
 
 
 def _skipped_steps(

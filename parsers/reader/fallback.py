@@ -5,19 +5,25 @@ torchtitan) names a ``TOLERANT`` spec; the lines its layout reader leaves unreco
 are read again by :mod:`parsers.reader` (``TOLERANT_ALONE`` instead, when the layout
 reader read no record at all), and the records with a loss found there (a
 field more or less, another prefix, ``lm loss: NAN``, another number style) join the
-metrics, with a caveat that counts them. Nothing else changes: lines the layout reader
-used keep their meaning.
+metrics, with a caveat that counts them. Crash evidence among the lines left becomes
+``hardware_failure`` events for every format. Nothing else changes: lines the layout
+reader used keep their meaning.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
+import re
 from types import ModuleType
 
 import polars as pl
 
 from logbook.parsed import Parsed
+from logbook.schema import EventBase, HardwareFailure, Source
 from parsers import reader
+from parsers.reader import events
+from parsers.reader.extract import TRACEBACK_REACH
 
 LN2 = math.log(2.0)
 CONTEXT = 2000  # lines from the start of the file read with the lines left, for their shapes
@@ -25,7 +31,7 @@ CONTEXT = 2000  # lines from the start of the file read with the lines left, for
 
 def with_fallback(module: ModuleType, lines: pl.DataFrame, name: str) -> Parsed:
     """``module.parse`` of the lines, with the tolerant reader on what it left."""
-    parsed = module.parse(lines, name)
+    parsed = crash_evidence(module.parse(lines, name), lines, name)
     spec = getattr(module, "TOLERANT", None)
     if parsed.metrics.height == 0:  # nothing read by the layout: its own fallback, if any
         spec = getattr(module, "TOLERANT_ALONE", spec)
@@ -66,6 +72,57 @@ def with_fallback(module: ModuleType, lines: pl.DataFrame, name: str) -> Parsed:
         meta=meta,
         unrecognized=left,
         ignored=parsed.ignored - quiet - extra.meta.get("continued_lines", 0) * alone,
+    )
+
+
+_CRASH = "|".join(f"(?:{p})" for _, p in events.CRASH_CAUSES)
+_CLEAN = r"^\s*(?:\[[^\]]{1,80}\]:?\s*|\(\w+ pid=\d+[^)]*\)\s*|>\s+)*"
+
+
+def crash_evidence(parsed: Parsed, lines: pl.DataFrame, name: str) -> Parsed:
+    """Crash evidence among the lines a format's reader left unrecognized (a CUDA error,
+    an out-of-memory abort, a time-limit kill, a traceback cut before its exception):
+    ``hardware_failure`` events, their lines taken off the unrecognized ones."""
+    unrec = parsed.unrecognized
+    if unrec.len() == 0:
+        return parsed
+    left = lines.filter(pl.col("line").is_in(unrec.implode())).select(
+        "line", pl.col("text").str.replace(_CLEAN, "").str.strip_chars().alias("body")
+    )
+    hit = left.filter(
+        pl.col("body").str.contains(_CRASH) | pl.col("body").str.contains(events.TRACEBACK_START)
+    )
+    if hit.height == 0:
+        return parsed
+    found: list[EventBase] = []
+    tracebacks: list[tuple[int, str]] = []
+    for line, body in hit.iter_rows():
+        ev = events.read_event(body, line, name)
+        if isinstance(ev, HardwareFailure):
+            found.append(ev)
+        elif re.match(events.TRACEBACK_START, body):
+            tracebacks.append((line, body))
+    crash_lines = sorted(
+        e.source.line
+        for e in [*parsed.events, *found]
+        if e.kind == "hardware_failure" and e.source and e.source.line
+    )
+    for line, body in tracebacks:
+        k = bisect.bisect_right(crash_lines, line)
+        if k < len(crash_lines) and crash_lines[k] - line <= TRACEBACK_REACH:
+            continue
+        src = Source(file=name, line=line)
+        found.append(HardwareFailure(cause="exception", source=src, text=body[:300]))
+    if not found:
+        return parsed
+    used = [e.source.line for e in found if e.source]
+    events_all = sorted([*parsed.events, *found], key=lambda e: e.source.line if e.source else 0)
+    return Parsed(
+        metrics=parsed.metrics,
+        events=events_all,
+        meta=parsed.meta,
+        unrecognized=unrec.filter(~unrec.is_in(used)),
+        ignored=parsed.ignored,
     )
 
 
