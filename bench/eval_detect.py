@@ -232,14 +232,17 @@ def _row(name: str, t: Tally, healthy: int) -> str:
 
 
 def write_section(text: str, path: Path = RESULTS) -> None:
-    """Replace the ``## Detection`` section of RESULTS.md (or append it)."""
+    """Replace the ``## Detection`` section of RESULTS.md (or append it); its ``###``
+    subsections, written by other benchmarks, are kept."""
     old = path.read_text() if path.exists() else "# Benchmark results\n"
     head, sep, rest = old.partition("\n## Detection\n")
-    tail = ""
+    tail = kept = ""
     if sep:
         nxt = rest.find("\n## ")
-        tail = rest[nxt:] if nxt >= 0 else ""
-    body = head.rstrip("\n") + "\n\n## Detection\n\n" + text.strip() + "\n" + tail
+        section, tail = (rest[:nxt], rest[nxt:]) if nxt >= 0 else (rest, "")
+        sub = section.find("\n### ")
+        kept = "\n" + section[sub:].strip("\n") + "\n" if sub >= 0 else ""
+    body = head.rstrip("\n") + "\n\n## Detection\n\n" + text.strip() + "\n" + kept + tail
     with atomic_open(path, "w") as fh:
         fh.write(body if body.endswith("\n") else body + "\n")
 
