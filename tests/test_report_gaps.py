@@ -52,3 +52,13 @@ def test_goodput_without_timestamps_is_told_as_a_bound(tmp_path):
         "1 restart(s), 1 after a crash, costing 38.6 s; goodput at most 71.71% "
         "(no timestamps: an upper bound)."
     )
+
+
+def test_a_thousand_checkpoint_saves_are_thinned_to_ticks_that_stay_apart():
+    from logbook.report.figures import MAX_TICKS, thinned
+
+    saves = np.arange(1000, 1_000_001, 1000)
+    ticks = thinned(saves, MAX_TICKS)
+    assert ticks.size == MAX_TICKS and ticks[0] == 1000 and ticks[-1] == 1_000_000
+    assert np.all(np.diff(ticks) > 0)
+    assert thinned(saves[:10], MAX_TICKS).tolist() == saves[:10].tolist()

@@ -124,7 +124,7 @@ def _draw_marks(ax, col: str, findings: list[Finding], marks: dict) -> None:
         for sev, steps in marks["targets"].items():
             ax.plot(
                 steps,
-                np.full(steps.size, 0.97),
+                np.full(steps.size, 0.92),  # inside the panel: the one above hides none
                 "v",
                 transform=xaxis,
                 ms=6,
@@ -239,7 +239,8 @@ def overview(
         _draw_marks(ax, col, findings, marks)
     lines = marks["lines"]
     _draw_lines(axes, lines)
-    ckpt = marks["checkpoints"]
+    saves = marks["checkpoints"]
+    ckpt = thinned(saves, MAX_TICKS)
     if ckpt.size:
         axes[-1].plot(
             ckpt,
@@ -254,13 +255,26 @@ def overview(
     _step_axis(axes[-1])
     extra = _extra_legend(findings)
     if ckpt.size:
-        extra.append(("checkpoint save", {"color": "#555555", "marker": "|", "linestyle": ""}))
+        what = "checkpoint save"
+        if ckpt.size < saves.size:
+            what = f"checkpoint saves ({saves.size:,}; {ckpt.size} drawn, evenly)"
+        extra.append((what, {"color": "#555555", "marker": "|", "linestyle": ""}))
     _legend(axes[0], lines, ("trajectory", "recomputed after a restart" if faded else None), extra)
     caption = (
         f"{len(panels)} panels over steps {_span(frame)}; shaded: findings by severity; "
         "grey: records recomputed after a restart"
     )
     return Rendered("overview", "Overview", caption, _png(fig), fig)
+
+
+MAX_TICKS = 150  # checkpoint ticks drawn on the bottom axis, at most (a thousand make a bar)
+
+
+def thinned(steps: np.ndarray, most: int) -> np.ndarray:
+    """At most ``most`` of ``steps`` (sorted), evenly spread, the first and last kept."""
+    if steps.size <= most:
+        return steps
+    return steps[np.unique(np.linspace(0, steps.size - 1, most).round().astype(np.int64))]
 
 
 def run_marks(run: Run, findings: list[Finding]) -> dict:
