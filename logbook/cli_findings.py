@@ -102,7 +102,8 @@ def verdict(findings: list[Finding], incidents: list[Incident], records: int = 1
     judge a run by unless it shows a crash)."""
     crit = [i for i in incidents if i.severity == "critical"]
     warn = [i for i in incidents if i.severity == "warning"]
-    n_info = sum(1 for f in findings if f.severity == "info" and not f.precedes)
+    told = {id(g) for i in incidents for g in i.findings}
+    n_info = sum(1 for f in findings if f.severity == "info" and id(f) not in told)
     if crit:
         named = "; ".join(f"{_kinds(i)} at {_at(i)}" for i in crit[:3])
         more = f"; {len(crit) - 3} more" if len(crit) > 3 else ""
@@ -113,7 +114,7 @@ def verdict(findings: list[Finding], incidents: list[Incident], records: int = 1
         head = "verdict: no records to judge the run by"
     else:
         head = "verdict: healthy: no warning or critical finding"
-    return head + (f", {n_info} info finding(s)" if n_info else "")
+    return head + (f", {n_info} more info finding(s)" if n_info else "")
 
 
 def _kinds(inc: Incident) -> str:

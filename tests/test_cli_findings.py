@@ -30,7 +30,7 @@ def test_a_spike_its_restart_and_the_lr_cut_are_one_incident(monkeypatch, capsys
     assert code == 0
     assert lines[1] == (
         "verdict: damaged: 1 critical incident(s) (loss_spike+divergence+restart at 76..96), "
-        "2 info finding(s)"
+        "1 more info finding(s)"  # the LR cut at the restart is told in the incident
     )
     story = " ".join(x.strip() for x in lines[2:5])
     assert story.startswith("critical           76..96  grad_norm_drift, grad_norm_spike from")
