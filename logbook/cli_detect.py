@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 
-from logbook.cli_findings import finding_json, parse_steps, select, table, view
 from logbook.cli_runs import RunOpt, load_runs, run_name
 from logbook.schema import Finding
 
@@ -75,6 +74,15 @@ def detect(
     divergence, stalls, slowdowns, crashes and restarts, with their precursors. Prints a
     verdict and the incidents; --all every finding. Filters apply to what is printed,
     written and judged by --fail-on."""
+    from logbook.cli_findings import (
+        check_output,
+        finding_json,
+        parse_steps,
+        select,
+        table,
+        view,
+        write_findings,
+    )
     from logbook.errors import UsageError
 
     if list_:
@@ -89,10 +97,7 @@ def detect(
     bounds = parse_steps(steps)
     select([], min_severity, kinds, bounds)  # bad filter values fail before the work
     if output is not None:
-        from logbook.cli_findings import OUTPUT_SUFFIXES
-
-        if output.suffix.lower() not in OUTPUT_SUFFIXES:
-            raise UsageError(f"--output {output}: use a .csv, .parquet or .jsonl file")
+        check_output(output)
     cfg = _config(config, sets or [])
     worst = -1
     kept: list[dict] = []
@@ -113,8 +118,6 @@ def detect(
             typer.echo(("\n" if i else "") + view(findings, head, gap, records))
         worst = max(worst, _worst(findings))
     if output is not None:
-        from logbook.cli_findings import write_findings
-
         write_findings(kept, output)
         if not as_json:
             typer.echo(f"wrote {len(kept)} finding(s) to {output}", err=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from logbook.detectors._base import SEVERITY_RANK
 from logbook.errors import UsageError
-from logbook.incidents import Incident, group
+from logbook.incidents import Incident, first_step, group, last_step
 from logbook.schema import Finding
 
 MAX_ROWS = 24  # incident lines of the default view (all critical ones are always shown)
@@ -83,8 +83,7 @@ def select(
 
 
 def _overlaps(f: Finding, lo: int | None, hi: int | None) -> bool:
-    a = next((v for v in (f.start_step, f.step, f.end_step) if v is not None), None)
-    b = next((v for v in (f.end_step, f.step, f.start_step) if v is not None), None)
+    a, b = first_step(f), last_step(f)
     if a is None or b is None:
         return lo is None and hi is None
     return (hi is None or a <= hi) and (lo is None or b >= lo)
@@ -233,14 +232,20 @@ def _s(v: int | None) -> str:
     return "-" if v is None else str(v)
 
 
+def check_output(path: Path) -> str:
+    """The suffix of a findings file, or a usage error for one logbook cannot write."""
+    suffix = path.suffix.lower()
+    if suffix not in OUTPUT_SUFFIXES:
+        raise UsageError(f"--output {path}: use a .csv, .parquet or .jsonl file")
+    return suffix
+
+
 def write_findings(rows: list[dict[str, Any]], path: Path) -> None:
     """The findings (``finding_json`` rows, with ``run``) to a CSV, Parquet or JSONL file,
     written to a temp file and renamed."""
     from logbook.atomic import atomic_open
 
-    suffix = path.suffix.lower()
-    if suffix not in OUTPUT_SUFFIXES:
-        raise UsageError(f"--output {path}: use a .csv, .parquet or .jsonl file")
+    suffix = check_output(path)
     if suffix == ".jsonl":
         with atomic_open(path, "w") as fh:
             for row in rows:

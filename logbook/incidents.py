@@ -71,6 +71,16 @@ class Incident:
         return text
 
 
+def first_step(f: Finding) -> int | None:
+    """The first step of a finding: its start, else its step, else its end."""
+    return next((v for v in (f.start_step, f.step, f.end_step) if v is not None), None)
+
+
+def last_step(f: Finding) -> int | None:
+    """The last step of a finding: its end, else its step, else its start."""
+    return next((v for v in (f.end_step, f.step, f.start_step) if v is not None), None)
+
+
 def _span(f: Finding) -> tuple[int | None, int | None]:
     """The steps a finding covers; a restart's runs over the records it overwrote."""
     if f.kind == "restart":
@@ -79,9 +89,7 @@ def _span(f: Finding) -> tuple[int | None, int | None]:
         lo = lo + 1 if lo is not None else f.start_step
         hi = max(x for x in (hi, f.end_step, lo) if x is not None) if lo is not None else hi
         return lo, hi
-    lo = next((v for v in (f.start_step, f.step, f.end_step) if v is not None), None)
-    hi = next((v for v in (f.end_step, f.step, f.start_step) if v is not None), None)
-    return lo, hi
+    return first_step(f), last_step(f)
 
 
 def phrase(f: Finding) -> str:

@@ -3,10 +3,10 @@
 A tag maps to a canonical column when its meaning is not in doubt (``train/loss``,
 ``lm loss``, ``train/learning_rate``, ``grad-norm``...). When several tags of a run
 map to one column, the first in ``ALIASES`` order takes it and the others keep their
-own names. Every other tag keeps its name in snake_case, without a ``train/``
-namespace (``train/epoch`` -> ``epoch``, ``optim/beta`` -> ``optim_beta``), except that a detector's
-metric under another namespace (``model/act_norm``) takes its canonical column when the
-shared alias table knows it and no other tag has it. Tags whose
+own names. A detector's metric under another namespace (``model/act_norm``) takes its
+canonical column when the shared alias table knows it and no other tag has it. Every
+other tag keeps its name in snake_case, without a ``train/`` namespace (``train/epoch``
+-> ``epoch``, ``optim/beta`` -> ``optim_beta``). Tags whose
 words include ``eval``, ``val``, ``valid``, ``validation`` or ``test`` are evaluations:
 they become ``validation`` events, not metric columns. Megatron's ``<name> vs samples``
 and ``vs tokens`` tags repeat the per-iteration tags against another x-axis; they are
@@ -98,8 +98,8 @@ def columns(tags: list[str]) -> dict[str, str]:
         out[monitors[0]] = "lr"
     taken = set(out.values())
     for tag in tags:  # the detectors' metrics under another namespace (``model/act_norm``)
-        canon = aliases.canonical(tag)
-        if tag not in out and canon in aliases.DETECTOR_COLUMNS and canon not in taken:
+        canon = aliases.detector_column(tag)
+        if tag not in out and canon is not None and canon not in taken:
             out[tag] = canon
             taken.add(canon)
     for tag in tags:

@@ -46,13 +46,10 @@ KNOWN_GAPS = {
 }
 
 
-_input, _key = input_of, key_of
-
-
 def _reads_right(label: Path) -> tuple[bool, tuple, tuple]:
     want = json.loads(label.read_text())
     try:
-        runs = parsers.read_logs(_input(label))
+        runs = parsers.read_logs(input_of(label))
     except InputError as exc:
         return False, (str(exc),), ()
     # records in file order; a line that holds records of several runs (a W&B export's
@@ -74,23 +71,23 @@ def _reads_right(label: Path) -> tuple[bool, tuple, tuple]:
     return near and (got[2] == exp[2] or got[0] == exp[0] - 1), got, exp
 
 
-@pytest.mark.parametrize("label", LABELS, ids=_key)
+@pytest.mark.parametrize("label", LABELS, ids=key_of)
 def test_every_excerpt_has_its_source_and_labels(label):
-    first = _input(label).read_text(errors="replace").splitlines()[0]
+    first = input_of(label).read_text(errors="replace").splitlines()[0]
     want = json.loads(label.read_text())
     assert first.startswith("# source: ")
     assert {"framework", "records", "first_step", "last_step"} <= set(want)
     assert want["framework"] == label.parent.name
 
 
-@pytest.mark.parametrize("label", [x for x in LABELS if _key(x) not in KNOWN_GAPS], ids=_key)
+@pytest.mark.parametrize("label", [x for x in LABELS if key_of(x) not in KNOWN_GAPS], ids=key_of)
 def test_excerpt_reads_to_its_labels(label):
     ok, got, exp = _reads_right(label)
     assert ok, (got, exp)
 
 
 def test_the_known_gaps_are_exactly_the_excerpts_not_read_right():
-    wrong = {_key(x) for x in LABELS if not _reads_right(x)[0]}
+    wrong = {key_of(x) for x in LABELS if not _reads_right(x)[0]}
     assert wrong == set(KNOWN_GAPS)
 
 
@@ -101,14 +98,11 @@ def test_at_least_sixty_excerpts_of_fifteen_frameworks_three_each():
     assert min(counts.values()) >= 3, counts
 
 
-_shown = shown
-
-
 @functools.cache
 def _events(label: Path) -> tuple:
     """Every event and finding of the runs of one excerpt (read and detected once)."""
     try:
-        runs = parsers.read_logs(_input(label))
+        runs = parsers.read_logs(input_of(label))
     except InputError:
         runs = []
     return tuple(e for r in runs for e in [*r.events, *detect(r)])
@@ -122,7 +116,7 @@ def test_nine_in_ten_labelled_incidents_are_events_or_findings():
         for key, kinds in SHOWN_BY.items():
             for step in want.get(key) or []:
                 total += 1
-                seen += _shown(step, kinds, events)
+                seen += shown(step, kinds, events)
     assert total >= 80
     assert seen / total >= 0.9, (seen, total)
 
@@ -136,6 +130,6 @@ CRASH_MISSES = {
 
 def test_labelled_crashes_are_findings():
     crashed = [x for x in LABELS if json.loads(x.read_text()).get("crash")]
-    missed = {_key(x) for x in crashed if not crash_shown([*_events(x)])}
+    missed = {key_of(x) for x in crashed if not crash_shown([*_events(x)])}
     assert len(crashed) >= 15
     assert missed == set(CRASH_MISSES)

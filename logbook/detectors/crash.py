@@ -62,25 +62,21 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
     last_step = None
     if m.height:
         tail = m.select(pl.col("source", "line").fill_null(0)).sort(["source", "line"]).row(-1)
-        last_pos = (int(tail[0] or 0), int(tail[1] or 0))
+        last_pos = (int(tail[0]), int(tail[1]))
         steps = m.get_column("step").drop_nulls()
         last_step = int(steps.max()) if steps.len() else None  # type: ignore[arg-type]
-    restarts = [_pos(e, files) for e in events if isinstance(e, Restart)]
-    last_restart = max(restarts, default=(-1, -1))
-    ending = [
-        e
-        for e in failures
-        if _pos(e, files) > last_pos and _pos(e, files) > last_restart and e.source is not None
-    ]
+    # evidence after the last record and the last restart (none without a source)
+    bound = max([last_pos, *(_pos(e, files) for e in events if isinstance(e, Restart))])
+    ending = [e for e in failures if e.source is not None and _pos(e, files) > bound]
     if not ending:
         return []
     best = min(ending, key=lambda e: _rank(e.cause))
+    src = best.source
+    assert src is not None
     stopped = all(e.cause in STOPPED for e in ending)
-    where = f"{Path(best.source.file).name}:{best.source.line}" if best.source else "?"
     at = f"after step {last_step}" if last_step is not None else "before any record"
-    msg = f"run ended {at}: {best.cause} ({where})"
-    if stopped:
-        msg = f"run stopped {at}: {best.cause} ({where})"
+    verb = "stopped" if stopped else "ended"
+    msg = f"run {verb} {at}: {best.cause} ({Path(src.file).name}:{src.line})"
     causes = sorted({e.cause for e in ending}, key=_rank)
     seg = int(m.get_column("segment").max() or 0) if m.height else 0
     return [
@@ -97,8 +93,8 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
             evidence={
                 "cause": best.cause,
                 "causes": causes,
-                "file": best.source.file if best.source else None,
-                "line": best.source.line if best.source else None,
+                "file": src.file,
+                "line": src.line,
                 "text": (best.text or "")[:200] or None,
                 "evidence_lines": len(ending),
             },

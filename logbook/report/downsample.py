@@ -83,11 +83,11 @@ def broken_at_gaps(
     gap, not as a straight line across steps nobody measured."""
     if steps.size < 3 or x.size < 2:
         return x, y
-    d = np.diff(steps.astype(np.float64))
-    d = d[np.isfinite(d) & (d > 0)]
+    diff = np.diff(steps.astype(np.float64))
+    d = diff[np.isfinite(diff) & (diff > 0)]
     if not d.size:
         return x, y
-    wide = np.flatnonzero(np.diff(steps.astype(np.float64)) > GAP_FACTOR * float(np.median(d)))
+    wide = np.flatnonzero(diff > GAP_FACTOR * float(np.median(d)))
     if not wide.size:
         return x, y
     at = np.searchsorted(x, steps[wide + 1], side="left")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from logbook.incidents import first_step, last_step
 from logbook.schema import Finding
 
 TARGETS = ("loss_spike", "divergence")
@@ -17,18 +18,14 @@ TARGETS = ("loss_spike", "divergence")
 
 def onset(f: Finding) -> int:
     """The first step of a finding: its start, else its step, else its end (0 if none)."""
-    for v in (f.start_step, f.step, f.end_step):
-        if v is not None:
-            return v
-    return 0
+    step = first_step(f)
+    return 0 if step is None else step
 
 
 def last(f: Finding) -> int:
-    """The last step of a finding."""
-    for v in (f.end_step, f.step, f.start_step):
-        if v is not None:
-            return v
-    return 0
+    """The last step of a finding (0 if none)."""
+    step = last_step(f)
+    return 0 if step is None else step
 
 
 def lineage(f: Finding) -> tuple[bool, int | None]:

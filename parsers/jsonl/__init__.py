@@ -170,14 +170,15 @@ def _null_values(cand: pl.DataFrame, metrics: pl.DataFrame, name: str) -> list[E
     return out
 
 
+_NULL_KEYS = {snake(a): col for col in _NULL_WATCHED for a in jc.ALIASES[col]}
+
+
 def _column_of(match: str) -> str | None:
     """The watched column a ``"key": null`` match names (its key's last part)."""
     key = match.split('"')[1] if '"' in match else match
     sn = snake(key.rsplit("/", 1)[-1].rsplit(".", 1)[-1])
-    for col in _NULL_WATCHED:
-        if sn in {snake(a) for a in jc.ALIASES[col]} or shared_alias(sn) == col:
-            return col
-    return None
+    col = _NULL_KEYS.get(sn) or shared_alias(sn)
+    return col if col in _NULL_WATCHED else None
 
 
 def _merge(frame: pl.DataFrame, slow: list[dict[str, Any]]) -> pl.DataFrame:

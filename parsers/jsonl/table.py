@@ -99,8 +99,7 @@ def shared_alias(sn: str) -> str | None:
     is an evaluation key."""
     if jc.EVAL.match(sn) or sn in _RESERVED:
         return None
-    canon = shared.canonical(sn)
-    return canon if canon in shared.DETECTOR_COLUMNS else None
+    return shared.detector_column(sn)
 
 
 def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:

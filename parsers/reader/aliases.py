@@ -171,6 +171,13 @@ def canonical(key: str, extra: dict[str, str] | None = None) -> str | None:
     return None
 
 
+def detector_column(key: str) -> str | None:
+    """The detector column (``DETECTOR_COLUMNS``) a key of another format's naming maps
+    to in this table (``model/act_norm`` -> ``act_norm``), or None."""
+    canon = canonical(key)
+    return canon if canon in DETECTOR_COLUMNS else None
+
+
 def key_unit(key: str) -> str:
     """The unit a key names itself (``elapsed time per iteration (ms)`` -> ``ms``)."""
     k = norm(key)

@@ -4,6 +4,7 @@ pass (:data:`ANY`); only the selected lines are read here, one by one."""
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from logbook.schema import (
@@ -99,6 +100,9 @@ ANY = "|".join(
 # a Python traceback's lines that say nothing of their own (its first line, the lines
 # between chained exceptions, a caret marker; its indented frames are told by indentation)
 TRACEBACK_START = r"^Traceback \(most recent call last\)"
+TRACEBACK_REACH = 200  # lines after a traceback's first line its exception may come
+# any crash evidence (one vectorized test; the cause is told by ``read_event``)
+CRASH_ANY = "|".join(f"(?:{p})" for _, p in CRASH_CAUSES)
 TRACEBACK_BODY = (
     r"^Traceback \(most recent call last\)|^During handling of the above|^The above exception"
     r"|^\^+$"
@@ -158,3 +162,20 @@ def _float(v: str) -> float | None:
         return float(v.strip().rstrip(",;"))
     except ValueError:
         return None
+
+
+def cut_tracebacks(
+    starts: list[tuple[int, str]], crash_lines: list[int], name: str
+) -> list[HardwareFailure]:
+    """Tracebacks (``starts``: their first lines and texts) whose exception never comes,
+    no crash evidence among the ``TRACEBACK_REACH`` lines after them (``crash_lines``:
+    the lines of the evidence found, sorted): the excerpt or the file ends inside them.
+    Each is crash evidence by itself: cause ``exception``, at its first line."""
+    out = []
+    for line, text in starts:
+        k = bisect.bisect_right(crash_lines, line)
+        if k < len(crash_lines) and crash_lines[k] - line <= TRACEBACK_REACH:
+            continue
+        src = Source(file=name, line=line)
+        out.append(HardwareFailure(cause="exception", source=src, text=text[:TEXT_MAX]))
+    return out

@@ -8,7 +8,7 @@ import polars as pl
 
 from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
-from logbook.schema import EventBase, HardwareFailure, Source, Validation
+from logbook.schema import EventBase, Source, Validation
 from parsers.reader import Spec, events
 from parsers.reader.numbers import NUMBER_RE
 from parsers.reader.passes import two_passes
@@ -117,32 +117,18 @@ def _events(
     return out, pl.Series("line", lines, pl.Int64)
 
 
-TRACEBACK_REACH = 200  # lines after a traceback's first line its exception may come
-
-
 def _cut_tracebacks(
     free: pl.DataFrame, found: list[EventBase], lines: list[int], name: str
 ) -> list[EventBase]:
-    """A traceback whose exception line never comes (the excerpt or the file ends inside
-    it) is crash evidence by itself: a ``hardware_failure`` (cause ``exception``) at its
-    first line. ``lines`` gets their line numbers."""
+    """Tracebacks cut before their exception (see ``events.cut_tracebacks``); ``lines``
+    gets their line numbers."""
     starts = free.filter(pl.col("body").str.contains(events.TRACEBACK_START))
     if starts.height == 0:
         return []
-    crash_lines = np.array(
-        sorted(e.source.line for e in found if e.kind == "hardware_failure" and e.source),
-        dtype=np.int64,
-    )
-    out: list[EventBase] = []
-    for line, s in starts.select("line", "body").iter_rows():
-        k = int(np.searchsorted(crash_lines, line, side="right"))
-        if k < crash_lines.size and crash_lines[k] - line <= TRACEBACK_REACH:
-            continue
-        out.append(
-            HardwareFailure(cause="exception", source=Source(file=name, line=line), text=s[:300])
-        )
-        lines.append(line)
-    return out
+    crash = sorted(e.source.line for e in found if e.kind == "hardware_failure" and e.source)
+    out = events.cut_tracebacks(list(starts.select("line", "body").iter_rows()), crash, name)
+    lines += [e.source.line for e in out if e.source]
+    return [*out]
 
 
 def _skipped_steps(

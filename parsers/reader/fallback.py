@@ -12,18 +12,15 @@ reader used keep their meaning.
 
 from __future__ import annotations
 
-import bisect
 import math
-import re
 from types import ModuleType
 
 import polars as pl
 
 from logbook.parsed import Parsed
-from logbook.schema import EventBase, HardwareFailure, Source
+from logbook.schema import EventBase, HardwareFailure
 from parsers import reader
 from parsers.reader import events
-from parsers.reader.extract import TRACEBACK_REACH
 
 LN2 = math.log(2.0)
 CONTEXT = 2000  # lines from the start of the file read with the lines left, for their shapes
@@ -75,8 +72,7 @@ def with_fallback(module: ModuleType, lines: pl.DataFrame, name: str) -> Parsed:
     )
 
 
-_CRASH = "|".join(f"(?:{p})" for _, p in events.CRASH_CAUSES)
-_CLEAN = r"^\s*(?:\[[^\]]{1,80}\]:?\s*|\(\w+ pid=\d+[^)]*\)\s*|>\s+)*"
+_CLEAN = r"^\s*(?:\[[^\]]{1,80}\]:?\s*|\(\w+ pid=\d+[^)]*\)\s*|>\s+)*"  # rank/logger tags
 
 
 def crash_evidence(parsed: Parsed, lines: pl.DataFrame, name: str) -> Parsed:
@@ -86,33 +82,21 @@ def crash_evidence(parsed: Parsed, lines: pl.DataFrame, name: str) -> Parsed:
     unrec = parsed.unrecognized
     if unrec.len() == 0:
         return parsed
-    left = lines.filter(pl.col("line").is_in(unrec.implode())).select(
-        "line", pl.col("text").str.replace(_CLEAN, "").str.strip_chars().alias("body")
-    )
-    hit = left.filter(
-        pl.col("body").str.contains(_CRASH) | pl.col("body").str.contains(events.TRACEBACK_START)
-    )
+    body = pl.col("text").str.replace(_CLEAN, "").str.strip_chars().alias("body")
+    left = lines.filter(pl.col("line").is_in(unrec.implode())).select("line", body)
+    crash = pl.col("body").str.contains(events.CRASH_ANY)
+    hit = left.filter(crash | pl.col("body").str.contains(events.TRACEBACK_START))
     if hit.height == 0:
         return parsed
-    found: list[EventBase] = []
-    tracebacks: list[tuple[int, str]] = []
-    for line, body in hit.iter_rows():
-        ev = events.read_event(body, line, name)
-        if isinstance(ev, HardwareFailure):
-            found.append(ev)
-        elif re.match(events.TRACEBACK_START, body):
-            tracebacks.append((line, body))
-    crash_lines = sorted(
+    read = [events.read_event(b, line, name) for line, b in hit.filter(crash).iter_rows()]
+    found: list[EventBase] = [e for e in read if isinstance(e, HardwareFailure)]
+    told = sorted(
         e.source.line
         for e in [*parsed.events, *found]
         if e.kind == "hardware_failure" and e.source and e.source.line
     )
-    for line, body in tracebacks:
-        k = bisect.bisect_right(crash_lines, line)
-        if k < len(crash_lines) and crash_lines[k] - line <= TRACEBACK_REACH:
-            continue
-        src = Source(file=name, line=line)
-        found.append(HardwareFailure(cause="exception", source=src, text=body[:300]))
+    starts = hit.filter(~crash & pl.col("body").str.contains(events.TRACEBACK_START))
+    found += events.cut_tracebacks(list(starts.iter_rows()), told, name)
     if not found:
         return parsed
     used = [e.source.line for e in found if e.source]
