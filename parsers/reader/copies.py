@@ -29,7 +29,7 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     marks = launch_lines(parsed.events, _LAUNCH)
     # only records whose step occurs more than once can be copies (after a rewind, a
     # few thousand of a million): the rest is not looked at again
-    dup = step.is_duplicated()
+    dup = _repeated_steps(step)
     if not dup.any():
         return parsed
     rows = m.select("line", "step", "loss", *(["_run"] if "_run" in m.columns else []))
@@ -66,3 +66,13 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         unrecognized=parsed.unrecognized,
         ignored=parsed.ignored + freed,
     )
+
+
+def _repeated_steps(step: pl.Series) -> pl.Series:
+    """True for every record whose step occurs more than once, and maybe a few more:
+    a repeat comes at or below the highest step before it, so only the steps of such
+    records are looked up (a hash of all steps costs more than the cumulative max)."""
+    back = (step <= step.cum_max().shift(1)).fill_null(False)
+    if not back.any():
+        return back
+    return back | step.is_in(step.filter(back).unique().implode()).fill_null(False)
