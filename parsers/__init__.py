@@ -9,12 +9,14 @@ int`` and ``read_path(path) -> list[Parsed]`` (one part per launch, in launch or
 each with ``meta["file"]`` and ``meta["lines"]``): a path that one of them claims is
 read that way. An optional ``SNIFF_MAX`` (the highest score its ``sniff`` gives) lets
 sniffing skip the format once an earlier one has scored that much. Adding a format is
-one module plus one line in ``FORMATS``.
+one module plus one line in ``_REGISTRY`` (modules are imported when first asked for).
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from types import ModuleType
 
@@ -27,69 +29,107 @@ from logbook.parsed import Parsed
 from logbook.run import ParseStats, Run, RunMeta
 from logbook.segments import order_parts, stitch
 from logbook.textio import head_lines, local, read_lines, spool
-from parsers import (
-    chronicle,
-    deepspeed,
-    dllogger,
-    fairseq_simple,
-    hf_trainer,
-    hf_trainer_log,
-    jsonl,
-    lightning_csv,
-    llama2c,
-    logbook_file,
-    megatron,
-    megatron_golden,
-    metaseq,
-    metric_logger,
-    mlx_lm,
-    mmengine,
-    modded_nanogpt,
-    nanogpt,
-    nanogpt_logtxt,
-    nemo,
-    olmo,
-    table,
-    tensorboard,
-    text,
-    torchtitan,
-    trainer_table,
-    wandb,
-)
 from parsers.accounting import count_lines
 from parsers.columns import python_time
 from parsers.reader.copies import drop_rank_copies
 from parsers.reader.fallback import with_fallback
 
-FORMATS: dict[str, ModuleType] = {
-    "logbook": logbook_file,
-    "megatron": megatron,
-    "metaseq": metaseq,
-    "fairseq-simple": fairseq_simple,
-    "jsonl": jsonl,
-    "chronicle": chronicle,
-    "hf-trainer": hf_trainer,
-    "tensorboard": tensorboard,
-    "wandb": wandb,
-    "nanogpt": nanogpt,
-    "torchtitan": torchtitan,
-    "lightning-csv": lightning_csv,
-    "nemo": nemo,
-    "mmengine": mmengine,
-    "dllogger": dllogger,
-    "metric-logger": metric_logger,
-    "olmo": olmo,
-    "mlx-lm": mlx_lm,
-    "llama2c": llama2c,
-    "modded-nanogpt": modded_nanogpt,
-    "nanogpt-logtxt": nanogpt_logtxt,
-    "megatron-golden": megatron_golden,
-    "hf-trainer-log": hf_trainer_log,
-    "deepspeed": deepspeed,
-    "hf-trainer-table": trainer_table,
-    "csv": table,
-    "text": text,
+# name -> (module under ``parsers``, its SNIFF_MAX, whether it reads directories or
+# binary files by ``sniff_path``/``read_path``). The two facts are kept here so that
+# sniffing imports only the formats it asks (tests/test_sniff.py checks them against
+# the modules).
+_REGISTRY: dict[str, tuple[str, int, bool]] = {
+    "logbook": ("logbook_file", 100, False),
+    "megatron": ("megatron", 90, False),
+    "metaseq": ("metaseq", 90, False),
+    "fairseq-simple": ("fairseq_simple", 90, False),
+    "jsonl": ("jsonl", 80, False),
+    "chronicle": ("chronicle", 30, False),
+    "hf-trainer": ("hf_trainer", 95, True),
+    "tensorboard": ("tensorboard", 0, True),
+    "wandb": ("wandb", 90, True),
+    "nanogpt": ("nanogpt", 90, False),
+    "torchtitan": ("torchtitan", 90, False),
+    "lightning-csv": ("lightning_csv", 85, False),
+    "nemo": ("nemo", 85, False),
+    "mmengine": ("mmengine", 85, False),
+    "dllogger": ("dllogger", 85, False),
+    "metric-logger": ("metric_logger", 85, False),
+    "olmo": ("olmo", 85, False),
+    "mlx-lm": ("mlx_lm", 85, False),
+    "llama2c": ("llama2c", 85, False),
+    "modded-nanogpt": ("modded_nanogpt", 85, False),
+    "nanogpt-logtxt": ("nanogpt_logtxt", 85, False),
+    "megatron-golden": ("megatron_golden", 95, False),
+    "hf-trainer-log": ("hf_trainer_log", 80, False),
+    "deepspeed": ("deepspeed", 70, False),
+    "hf-trainer-table": ("trainer_table", 70, False),
+    "csv": ("table", 60, True),
+    "text": ("text", 20, False),
 }
+
+
+class Formats(MutableMapping[str, ModuleType]):
+    """The registry: format name -> its module, imported the first time it is asked
+    for (a command that reads one Megatron log loads a handful of the formats)."""
+
+    def __init__(self, registry: dict[str, tuple[str, int, bool]]) -> None:
+        self._names = {k: v[0] for k, v in registry.items()}
+        self._caps = {k: v[1] for k, v in registry.items()}
+        self._paths = {k for k, v in registry.items() if v[2]}
+        self._loaded: dict[str, ModuleType] = {}
+
+    def __getitem__(self, name: str) -> ModuleType:
+        mod = self._loaded.get(name)
+        if mod is None:
+            if name not in self._names:
+                raise KeyError(name)
+            mod = importlib.import_module(f"parsers.{self._names[name]}")
+            self._loaded[name] = mod
+        return mod
+
+    def __setitem__(self, name: str, mod: ModuleType) -> None:
+        self._names.setdefault(name, mod.__name__.removeprefix("parsers."))
+        self._caps[name] = getattr(mod, "SNIFF_MAX", None)
+        if hasattr(mod, "sniff_path"):
+            self._paths.add(name)
+        self._loaded[name] = mod
+
+    def __delitem__(self, name: str) -> None:
+        del self._names[name]
+        self._caps.pop(name, None)
+        self._paths.discard(name)
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def cap(self, name: str) -> int | None:
+        """The format's SNIFF_MAX, without importing it."""
+        return self._caps.get(name)
+
+    def reads_paths(self, name: str) -> bool:
+        """Whether the format has ``sniff_path``, without importing it."""
+        return name in self._paths
+
+
+FORMATS: MutableMapping[str, ModuleType] = Formats(_REGISTRY)
+
+
+def _cap(name: str) -> int | None:
+    if isinstance(FORMATS, Formats):
+        return FORMATS.cap(name)
+    return getattr(FORMATS[name], "SNIFF_MAX", None)  # (a registry a test put in place)
+
+
+def _reads_paths(name: str) -> bool:
+    if isinstance(FORMATS, Formats):
+        return FORMATS.reads_paths(name)
+    return hasattr(FORMATS[name], "sniff_path")
+
 
 # What a run's metadata keeps from its parts' meta (the first part that has it), for
 # the detectors and the report: see docs/formats.md.
@@ -115,7 +155,7 @@ def sniff(path: str | Path) -> str:
     p = Path(path)
     if not local(p).exists():
         raise InputError(f"{p}: no such file")
-    by_path = {n: m.sniff_path(local(p)) for n, m in FORMATS.items() if hasattr(m, "sniff_path")}
+    by_path = {n: FORMATS[n].sniff_path(local(p)) for n in FORMATS if _reads_paths(n)}
     claimed = max(by_path, key=lambda k: by_path[k]) if by_path else None
     if claimed is not None and by_path[claimed] > 0:
         return claimed
@@ -129,14 +169,14 @@ def sniff(path: str | Path) -> str:
         return "chronicle"
     head = head_lines(p, SNIFF_LINES)
     scores: dict[str, int] = {}
-    for name, mod in FORMATS.items():
+    for name in FORMATS:
         # a format that scores at most SNIFF_MAX is not asked once an earlier one has
         # scored that much (it could not win: a tie goes to the earlier format)
-        cap = getattr(mod, "SNIFF_MAX", None)
+        cap = _cap(name)
         if cap is not None and max(scores.values(), default=0) >= cap:
             scores[name] = 0
         else:
-            scores[name] = mod.sniff(head)
+            scores[name] = FORMATS[name].sniff(head)
     best = max(scores, key=lambda k: scores[k])
     if scores[best] <= 0:
         if not any(line.strip() for line in head):

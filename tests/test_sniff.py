@@ -3,6 +3,8 @@ which format a file is given."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,3 +59,21 @@ def test_skipping_gives_the_format_full_scoring_gives(path: Path) -> None:
 def test_every_format_declares_its_bound() -> None:
     missing = [n for n, m in parsers.FORMATS.items() if not hasattr(m, "SNIFF_MAX")]
     assert missing == []
+
+
+def test_the_registry_states_each_formats_bound_and_path_reading() -> None:
+    # the registry keeps both facts so that sniffing imports only what it asks
+    for name, (_module, cap, paths) in parsers._REGISTRY.items():
+        mod = parsers.FORMATS[name]
+        assert cap == mod.SNIFF_MAX, name
+        assert hasattr(mod, "sniff_path") == paths, name
+
+
+def test_sniffing_a_megatron_log_loads_few_formats() -> None:
+    code = (
+        "import sys, parsers; parsers.sniff('fixtures/megatron/crash_restarts.log');"
+        "print(sorted(m for m in sys.modules if m.startswith('parsers.nanogpt')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
