@@ -26,7 +26,7 @@ MAPS = (
 )
 SNIFF_MAX = 85
 STREAMS = True  # each line read on its own: a large file is read in blocks
-MARK = re.compile(r"(?:^|[\s\]])DLL \d{4}-\d{2}-\d{2}")
+MARK = re.compile(r"(?:^|[\s\]:])DLL \d{4}-\d{2}-\d{2}")
 SPEC = Spec(
     rewrite=(
         (r"^.*?(DLL \d{4}-)", "$1"),  # a record glued behind a progress bar starts at DLL

@@ -49,7 +49,10 @@ def _reduced_loss(records: pl.DataFrame) -> pl.DataFrame:
     return records.with_columns(pl.col("loss").alias("ptl_loss"), loss).drop("reduced_train_loss")
 
 
-SPEC = Spec(convert=_reduced_loss)
+# Lightning's bar prints a float metric with three significant digits: from 10,000 on
+# ``global_step=3.1e+4`` names no step; the bar's own count is the step then.
+_ROUNDED_STEP = (r"\bglobal_step=(\d(?:\.\d+)?e\+\d+)", "global_step_rounded=$1")
+SPEC = Spec(convert=_reduced_loss, rewrite=(_ROUNDED_STEP,))
 
 
 sniff, parse = reader_format(MARK, SPEC, SNIFF_MAX)

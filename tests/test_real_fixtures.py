@@ -43,6 +43,12 @@ KNOWN_GAPS = {
     "fairseq/fairseq_lua_issue26_blstm_epoch_jumps_20_to_100": "fairseq-lua's layout",
     "text/ultralytics_issue21765_yolov8_negative_box_loss_epochs7_9": "epoch tables of YOLOv8",
     "text/yolact_issue359_apex_overflow_between_iters": "one-letter loss keys",
+    "deepspeed/ds_issue697_2021_grad_overflow_two_line_msg_scale_stuck_at_1": (
+        "DeepSpeed's throughput-only timer lines"
+    ),
+    "dllogger/ngc_tf_bert_horovod_32gpu_loss_scale_overflow_repeats": (
+        "an overflow-retried step printed 7 times is kept once"
+    ),
 }
 
 
@@ -125,6 +131,9 @@ def test_nine_in_ten_labelled_incidents_are_events_or_findings():
 CRASH_MISSES = {
     "detectron2/d2_214_2019_format_stops_at_790": "the exception itself is not in the paste",
     "hf_trainer/malaysia_ai_ray_gpt2_resume_ckpt200_after_s3_timeout": "workers' bars out of order",
+    "text/keras_mobilenet_ssd_issue21_terminate_on_nan_inf": (
+        "Keras' TerminateOnNaN message glued onto a bar, the last bar drawn after it"
+    ),
 }
 
 

@@ -6,8 +6,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 import parsers
+from logbook.errors import InputError
 from logbook.run import Run
 
 
@@ -590,3 +592,86 @@ def test_swin_logger_epoch_and_batch_counters_count_over_epochs(tmp_path):
         (0, 6.9483, 0.0), (10, 6.9443, 0.0), (2859, 6.5, 1.0), (2869, 6.4, 1.0)
     ]  # fmt: skip
     assert "main_py" not in run.metrics.columns
+
+
+def test_a_pastes_line_numbers_are_no_step_and_the_bars_give_the_steps(tmp_path):
+    text = (
+        "1743] {'loss': 3.5534, 'grad_norm': 1.41, 'learning_rate': 2.0e-06, 'epoch': 0.01}\n"
+        "[1744] \n"
+        "[1745]   1%|          | 10/1752 [00:29<1:22:01,  2.83s/it]\n"
+        "[1746]   1%|          | 11/1752 [00:31<1:21:50,  2.82s/it]\n"
+        "[1747]   1%|          | 20/1752 [00:57<1:22:40,  2.86s/it]\n"
+        "[1748] {'loss': 0.0, 'grad_norm': 1.41, 'learning_rate': 4.3e-06, 'epoch': 0.01}\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "hf-trainer-log"
+    assert run.metrics.select("step", "loss").rows() == [(10, 3.5534), (20, 0.0)]
+
+
+def test_a_comment_that_quotes_an_error_is_no_crash(tmp_path):
+    text = (
+        "# source: an issue titled 'Watchdog caught collective operation timeout'\n"
+        "step 1 | loss 2.50 | lr 1.0e-04\nstep 2 | loss 2.40 | lr 1.0e-04\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.events == []
+    assert _steps(run) == [1, 2]
+
+
+def test_lines_cut_before_their_counter_are_numbered_records(tmp_path):
+    text = (
+        "grad_norm: 205225.2680  loss: 2049.9260  loss_cls: 863.1097  loss_bbox: 614.7597\n"
+        "grad_norm: 638.4964  loss: 626.2026  loss_cls: 143.0205  loss_bbox: 243.8403\n"
+        "grad_norm: nan  loss: nan  loss_cls: nan  loss_bbox: nan\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 2, 3]
+    assert run.metrics.get_column("loss").to_list()[:2] == [2049.926, 626.2026]
+    assert "no step printed: records numbered in order (1, 2, 3, ...)" in run.meta.caveats
+    assert sorted({e.step for e in run.events_of("nonfinite")}) == [3]
+
+
+def test_two_such_lines_alone_are_not_records(tmp_path):
+    text = "grad_norm: 2.1  loss: 2.04\ngrad_norm: 2.0  loss: 2.01\n"
+    p = tmp_path / "x.log"
+    p.write_text(text)
+    with pytest.raises(InputError, match="unrecognized log format"):
+        parsers.read_logs(p)
+
+
+def test_a_rounded_nemo_global_step_gives_way_to_the_bars_count(tmp_path):
+    bar = (
+        "Epoch 0:   3%|▎         | {n}/1100000 [5:28:58<171:22:21,  1.73it/s, loss=2.52, v_num=,"
+        " reduced_train_loss={l}, global_step=3.1e+4, consumed_samples=2.54e+8]\n"
+    )
+    text = "".join(bar.format(n=n, l=v) for n, v in ((34103, "2.510"), (34106, "2.520")))
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "nemo"
+    assert run.metrics.select("step", "loss").rows() == [(34103, 2.51), (34106, 2.52)]
+
+
+def test_a_trainer_state_pasted_without_its_opening_brace(tmp_path):
+    text = (
+        ' "best_metric": null,\n  "global_step": 1000,\n  "log_history": [\n'
+        '    {"epoch": 6.33, "learning_rate": 3.49e-05, "loss": 14.8414, "step": 500},\n'
+        '    {"epoch": 6.33, "eval_loss": NaN, "step": 500},\n'
+        '    {"epoch": 12.66, "learning_rate": 8.34e-05, "loss": 0.0, "step": 1000}\n'
+    )
+    (run,) = _runs(tmp_path, text, "state.log")
+    assert run.meta.format == "hf-trainer"
+    assert run.metrics.select("step", "loss").rows() == [(500, 14.8414), (1000, 0.0)]
+
+
+def test_a_trainer_logs_closing_row_without_loss_or_lr_is_no_record(tmp_path):
+    row = (
+        '{{"current_steps": {s}, "total_steps": 30, "loss": {l}, "eval_loss": null,'
+        ' "learning_rate": {lr}, "epoch": {e}, "percentage": {p}}}\n'
+    )
+    text = (
+        row.format(s=10, l="1.5", lr="2e-05", e="1.0", p="33.3")
+        + row.format(s=20, l="1.4", lr="1e-05", e="2.0", p="66.7")
+        + row.format(s=30, l="null", lr="null", e="3.0", p="100.0")
+    )
+    (run,) = _runs(tmp_path, text, "trainer_log.jsonl")
+    assert _steps(run) == [10, 20]
+    assert run.events_of("nonfinite") == []

@@ -67,6 +67,8 @@ def sniff(head: list[str]) -> int:
     prose = counts.get("text", 0) + entries + counts.get("heading", 0)
     if logs * 2 > prose:
         return 0
+    if entries >= 2 and _records(head) * 2 >= entries:
+        return 0  # dated lines that are a logger's records (``2023-06-29,15:44:40 | INFO | ...``)
     if entries >= 2 or (entries == 1 and prose <= 20):
         return 20 + min(entries, 10)
     if not counts.get("heading"):
@@ -80,6 +82,12 @@ def sniff(head: list[str]) -> int:
     if len(sentences) * 3 >= text.len() and any(find_dates(t, date(2000, 1, 1)) for t in sentences):
         return 15
     return 0
+
+
+def _records(head: list[str]) -> int:
+    from parsers.reader import sniff_records
+
+    return sniff_records(head)
 
 
 def parse(lines: pl.DataFrame, name: str) -> Parsed:

@@ -82,11 +82,15 @@ def _pasted(text: str) -> dict[str, Any] | None:
     if start < 0 or history is None:
         return None
     decoder = json.JSONDecoder()
-    try:
-        data, _ = decoder.raw_decode(text, start)
-        return data if isinstance(data, dict) else None
-    except (ValueError, RecursionError):
-        pass
+    if start > history.start():  # the paste lost the object's opening ``{``
+        start = 0
+    else:
+        try:
+            data, _ = decoder.raw_decode(text, start)
+            if isinstance(data, dict) and "log_history" in data:
+                return data
+        except (ValueError, RecursionError):
+            pass
     data: dict[str, Any] = {}
     for key, value in _TOP_KEY.findall(text[start : history.start()]):
         try:

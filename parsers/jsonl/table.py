@@ -141,6 +141,9 @@ def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:
     return _split(table)
 
 
+_PROGRESS = {"epoch", "percentage", "total_steps", "max_steps", "progress", "epoch_pct"}
+
+
 def _split(table: pl.DataFrame) -> Table:
     evals = [c for c in table.columns if jc.EVAL.match(c)]
     core = {"line", "time", "step"}
@@ -160,6 +163,12 @@ def _split(table: pl.DataFrame) -> Table:
         # where training rows carry a loss, a row with evaluation values and no loss is
         # an evaluation, whatever bookkeeping it shares (mmengine's ``data_time``, ``time``)
         has_train = has_train & (pl.col("loss").is_not_null() | ~has_eval)
+    measured = [c for c in steady if c not in _PROGRESS]
+    if "loss" in measured and table.get_column("loss").is_not_null().any():
+        # a row that has only progress values (epoch, percentage, ...) is bookkeeping,
+        # not a step whose loss was lost: LLaMA-Factory's closing row of
+        # trainer_log.jsonl writes null for its loss and lr
+        has_train = has_train & pl.any_horizontal(pl.col(measured).is_not_null())
     kind = table.select(has_train.alias("t"), (~has_train & has_eval).alias("e"))
     records = table.filter(kind.get_column("t"))
     keep = [c for c in records.columns if c in core or records.get_column(c).is_not_null().any()]

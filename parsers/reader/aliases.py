@@ -45,6 +45,8 @@ ALIASES: dict[str, str] = {
     "step_train": STEP,
     # losses
     "loss": "loss",
+    "loss_train": "loss",  # LitGPT: ``loss train: 2.846, val: 2.861``
+    "loss_train_curr": "loss",  # LitGPT 2024: ``loss train (curr): 1.657``
     "lm_loss": "loss",
     "train_loss": "loss",
     "training_loss": "loss",

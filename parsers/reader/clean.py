@@ -14,10 +14,13 @@ import polars as pl
 
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07"
 QUOTE = r"^(?:\s*>)+ ?"
-# launcher / rank tags, possibly several (``[rank0]:[titan] ``, ``host: [default1]: ``)
+# launcher / rank tags, possibly several (``[rank0]:[titan] ``, ``host: [default1]: ``,
+# TorchX's ``[trainer0|0]:``),
+# and line numbers of a paste (``[1744] ``, the first one cut to ``1743] ``)
 RANK = (
     r"^\s*(?:(?:\[(?:rank|default|RANK|Rank)?\s*\d+\]\s*:?|\[\d+(?:,\d+)*\]<std(?:out|err)>:?"
-    r"|[\w.-]+:\s+\[default\d+\]:|\d{1,5}:(?:\s|$))\s*)+"
+    r"|\[[A-Za-z_][\w-]*\|\d+\]:"  # TorchX: ``[trainer0|0]:``
+    r"|[\w.-]+:\s+\[default\d+\]:|\d{1,5}:(?:\s|$)|^\d{1,7}\]\s)\s*)+"
 )
 # date-time stamps in the common spellings; the year may be missing (detectron2)
 STAMP = (

@@ -48,7 +48,8 @@ CRASH_CAUSES = [
     (
         "nonfinite_loss",
         r"Loss is (?:nan|inf|-inf|NaN|Inf), stopping training|[Ll]oss (?:became|is) "
-        r"(?:infinite|NaN|nan)(?: or NaN)? at iteration",
+        r"(?:infinite|NaN|nan)(?: or NaN)? at iteration"
+        r"|Batch \d+: Invalid loss, terminating training",  # Keras' TerminateOnNaN
     ),
     (
         "time_limit",

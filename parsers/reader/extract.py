@@ -96,7 +96,9 @@ def _events(
             out.append(ev)
             lines.append(line)
     cand = free.filter(
-        (pl.col("kind") != "validation").fill_null(True) & pl.col("line").is_in(maybe.implode())
+        (pl.col("kind") != "validation").fill_null(True)
+        & pl.col("line").is_in(maybe.implode())
+        & ~pl.col("body").str.contains(COMMENT)  # (a note above a paste quoting an error)
     )
     found: list[EventBase] = []
     for line, s in cand.select("line", "body").iter_rows():

@@ -84,7 +84,8 @@ def crash_evidence(parsed: Parsed, lines: pl.DataFrame, name: str) -> Parsed:
         return parsed
     body = pl.col("text").str.replace(_CLEAN, "").str.strip_chars().alias("body")
     left = lines.filter(pl.col("line").is_in(unrec.implode())).select("line", body)
-    crash = pl.col("body").str.contains(events.CRASH_ANY)
+    # (a comment above a pasted excerpt that quotes the error is not the error)
+    crash = pl.col("body").str.contains(events.CRASH_ANY) & ~pl.col("body").str.starts_with("# ")
     hit = left.filter(crash | pl.col("body").str.contains(events.TRACEBACK_START))
     if hit.height == 0:
         return parsed

@@ -157,8 +157,15 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int, base: int) -> p
         epoch = to_int(by_role["epoch"]) - base
         pos = to_int(by_role["position"])
         # counted over epochs where the framework does; else the counter may stand in
+        # a fractional epoch (``epoch=11.9``: progress, not a counter) counts nothing:
+        # the bar's position is the step then
+        epoch_f = to_float(by_role["epoch"])
+        fractional = epoch_f.is_not_null() & (epoch_f != epoch_f.floor())
+        # (a dict glued after a bar is another logger's record: its bar says nothing)
+        fractional = fractional & pl.lit(not t.dict_line)
         if spec.epoch_steps and total is not None:
-            exprs.append((epoch * to_int(total) + pos).alias("step"))
+            step = epoch * to_int(total) + pos
+            exprs.append(pl.when(fractional).then(pos).otherwise(step).alias("step"))
         elif spec.counter_steps:
             exprs.append(pos.alias("step"))
     step_f = t.step_field()

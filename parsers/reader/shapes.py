@@ -16,7 +16,7 @@ from parsers.reader import Spec
 from parsers.reader.chunks import by_slices
 from parsers.reader.clean import STAMP, cleaned, redraws
 from parsers.reader.numbers import NUMBER
-from parsers.reader.templates import Template, template, truncated
+from parsers.reader.templates import Template, template, train_loss, truncated
 
 MAX_SHAPES = 20_000  # shapes read in Python, at most (the most frequent first)
 DURATION = r"\b(?:\d+ days?, )?\d{1,3}:\d{2}(?::\d{2})?(?:\.\d+)?\b"
@@ -90,7 +90,30 @@ def templates_from(counts: pl.DataFrame, spec: Spec) -> dict[str, Template]:
     _side_records(out)
     _framework_records(out, spec)
     _cut_records(out)
+    _uncounted_records(out)
     return out
+
+
+UNCOUNTED_MIN = 3  # lines of a shape without a step that make it the file's records
+
+
+def _uncounted_records(temps: dict[str, Template]) -> None:
+    """A file with no record shape at all, whose lines repeat a shape of a training
+    loss and other named values with no step (``grad_norm: 205.2  loss: 20.49
+    loss_cls: 8.63``, a paste cut before the counter): those lines are its records,
+    numbered in order."""
+    if any(t.kind == "record" for t in temps.values()):
+        return
+    for t in temps.values():
+        named = [f for f in t.fields if f.key and f.column]
+        if (
+            t.kind is None
+            and t.count >= UNCOUNTED_MIN
+            and len(named) >= 2
+            and train_loss(t)
+            and not any(f.role in ("step", "position", "total") for f in t.fields)
+        ):
+            t.kind = "record"
 
 
 def with_kinds(df: pl.DataFrame, temps: dict[str, Template]) -> pl.DataFrame:

@@ -231,7 +231,7 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
         _training_fields(t) or _epoch_end(t)
     )
     evaluative = evaluative or bool(_EVAL_HEAD.search(example))
-    if evaluative or (_EVAL.search(example) and not _train_loss(t)):
+    if evaluative or (_EVAL.search(example) and not train_loss(t)):
         return "validation" if metrics or evaluative else None
     if t.dict_line and any(aliases.norm(k).startswith("train_runtime") for k in keys):
         return "summary"
@@ -254,7 +254,7 @@ def _training_fields(t: Template) -> bool:
     """A line that also carries what only a training step reports (lr, grad norm, step
     time, a batch count): a record with validation values appended (NeMo)."""
     train = {"lr", "grad_norm", "step_time_s", "batch_size", "samples", "tokens", "loss_scale"}
-    return _train_loss(t) and any(f.column in train for f in t.fields)
+    return train_loss(t) and any(f.column in train for f in t.fields)
 
 
 def _epoch_end(t: Template) -> bool:
@@ -264,7 +264,7 @@ def _epoch_end(t: Template) -> bool:
     validation values columns of it."""
     roles = [f.role for f in t.fields]
     bar = any(a == "position" and b == "total" for a, b in zip(roles, roles[1:], strict=False))
-    return bar and _train_loss(t)
+    return bar and train_loss(t)
 
 
 def _counted(t: Template) -> bool:
@@ -273,7 +273,7 @@ def _counted(t: Template) -> bool:
     return any(g.role == "total" and f.column not in METRICS for f, g in pairs)
 
 
-def _train_loss(t: Template) -> bool:
+def train_loss(t: Template) -> bool:
     return any(f.column == "loss" and f.key and not _EVAL_KEY.match(f.key) for f in t.fields)
 
 
