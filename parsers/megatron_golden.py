@@ -102,6 +102,8 @@ def _values(block: dict[str, Any]) -> dict[int, float]:
     for k, v in pairs:
         if isinstance(v, bool) or not isinstance(v, int | float):
             continue  # "nan" (a step not run) or anything else that is no number
+        if isinstance(k, str) and len(k.strip()) > 19:
+            continue  # a step beyond 64 bits (a damaged file) is no step
         step = int(k)
         if step < 2**63:
             out[step] = float(v)
@@ -119,7 +121,7 @@ def _first_lines(texts: list[str]) -> tuple[dict[int, int], set[int]]:
     first: dict[int, int] = {}
     used: set[int] = set()
     for i, t in enumerate(texts, start=1):
-        if m := _VALUE_LINE.match(t):
+        if (m := _VALUE_LINE.match(t)) and len(m.group(1)) <= 19:
             first.setdefault(int(m.group(1)), i)
             used.add(i)
     return first, used

@@ -121,7 +121,8 @@ def _events(rows: pl.DataFrame, name: str) -> list[EventBase]:
     for line, s in rows.select("line", "s").iter_rows():
         src = Source(file=name, line=line)
         if m := EVAL.match(s):
-            last_eval = int(m.group(1))
+            # (a step beyond 64 bits, a damaged line, names no step: as in the records)
+            last_eval = int(m.group(1)) if len(m.group(1)) <= 18 else None
             values = {"loss": float(m.group(3)), "train_loss": float(m.group(2))}
             out.append(Validation(step=last_eval, split="val", values=values, source=src, text=s))
         elif m := SAVE.match(s):

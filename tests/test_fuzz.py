@@ -114,6 +114,16 @@ FOUND = [
         "fixtures/real/fairseq/fairseq_issue1678_huge_loss_overflow_keyerror_crash.log",
         [(3, 189956, 108514), (6, 400653, 529564)],
     ),
+    (
+        "nanogpt",
+        "fixtures/real/nanogpt/issue210_finetune_config_echo_nan_iter1.log",
+        [(5, 115324, 448694), (7, 555010, 38997), (3, 844006, 466599)],
+    ),  # a 5,000-digit step in an eval line
+    (
+        "megatron-golden",
+        "fixtures/real/megatron/megatron_golden_values_resume_2nd_half_nan_placeholders.json",
+        [(5, 299947, 514054), (13, 84593, 944495)],
+    ),  # a 5,000-digit step key
 ]
 
 
