@@ -13,6 +13,7 @@ TensorBoard tags do (``train_loss``/``train_loss_step``->``loss``, ``lr-SGD``->`
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -98,6 +99,12 @@ def some(cols: list[str]) -> pl.Expr:
     return pl.any_horizontal(pl.col(cols).is_not_null()) if cols else pl.lit(False)
 
 
+def _step(value: float) -> int | None:
+    """A validation row's step as an integer; none for a damaged one (NaN, inf, a
+    float beyond what a step can be)."""
+    return int(value) if math.isfinite(value) and abs(value) < 2**53 else None
+
+
 def _validations(rows: pl.DataFrame, cols: list[str], name: str) -> list[EventBase]:
     out: list[EventBase] = []
     for row in rows.select("line", "step", *cols).iter_rows(named=True):
@@ -108,7 +115,7 @@ def _validations(rows: pl.DataFrame, cols: list[str], name: str) -> list[EventBa
         step = row["step"]
         out.append(
             Validation(
-                step=None if step is None else int(step),
+                step=step if step is None or isinstance(step, int) else _step(step),
                 split=split,
                 values=values,
                 source=Source(file=name, line=row["line"]),

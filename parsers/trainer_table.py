@@ -148,9 +148,18 @@ def _tables(lines: pl.DataFrame) -> list[tuple[list[str], list[Row]]]:
         row: dict = dict(zip(header, cells, strict=True))
         row["_step"] = _number(row.get("step", row.get("epoch")))
         row["_loss"] = _number(row.get(_TRAIN_LOSS))
-        if row["_step"] is not None:
+        if _is_step(row["_step"]):
             tables[-1][1].append((line, row, text.strip()[:300]))
     return tables
+
+
+MAX_STEP = 2**53  # a float beyond this is no step a run counts (a damaged cell)
+
+
+def _is_step(value: float | None) -> bool:
+    """A cell that can be a step: finite, not negative, below 2^53 (a row without one
+    is put aside with the table's other lines)."""
+    return value is not None and math.isfinite(value) and 0 <= value < MAX_STEP
 
 
 def _fresh(rows: list[Row]) -> list[bool]:

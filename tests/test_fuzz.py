@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from bench._mutations import N_OPS, SEEDS, TIME_LIMIT_S, mutate, run_case, seed_bytes
 
-EXAMPLES = int(os.environ.get("LOGBOOK_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("LOGBOOK_FUZZ_EXAMPLES", "40"))
 
 OPS = st.lists(
     st.tuples(st.integers(0, N_OPS - 1), st.integers(0, 10**6), st.integers(0, 10**6)),
@@ -124,6 +124,56 @@ FOUND = [
         "fixtures/real/megatron/megatron_golden_values_resume_2nd_half_nan_placeholders.json",
         [(5, 299947, 514054), (13, 84593, 944495)],
     ),  # a 5,000-digit step key
+    (
+        "chronicle",
+        "fixtures/chronicle/logbook_entries.txt",
+        [(8, 843124, 560883), (8, 365555, 833978), (10, 936421, 146952)],
+    ),  # a 87 kB line: restart words looked back over all of it
+    (
+        "hf-trainer-log",
+        "fixtures/text/hf_dicts_logging_steps.log",
+        [(6, 675252, 788710), (13, 3680, 755716), (6, 855679, 586602)],
+    ),  # a loss of 1e300: exp of the ratio
+    (
+        "hf-trainer-table",
+        "fixtures/real/hf_trainer/wav2vec2_tr_model_card_no_log_repeated_train_loss.log",
+        [(13, 795167, 310865)],
+    ),  # a duplicated row: record and event
+    (
+        "hf-trainer-table",
+        "fixtures/real/hf_trainer/wav2vec2_tr_model_card_no_log_repeated_train_loss.log",
+        [(5, 169912, 419363), (7, 825814, 40425), (7, 633405, 406560)],
+    ),  # an inf step
+    (
+        "hf-trainer-table",
+        "fixtures/real/hf_trainer/wav2vec2_tr_model_card_no_log_repeated_train_loss.log",
+        [(6, 449301, 250892), (0, 518762, 831794)],
+    ),  # a step beyond int64
+    (
+        "hf-trainer-table",
+        "fixtures/real/hf_trainer/wav2vec2_tr_model_card_no_log_repeated_train_loss.log",
+        [(6, 624669, 734651), (11, 49912, 445845)],
+    ),  # a 250-digit step
+    (
+        "lightning-csv",
+        "fixtures/lightning/metrics.csv",
+        [(2, 574986, 599096), (5, 507292, 944801), (13, 582257, 357773)],
+    ),  # a NaN step
+    (
+        "megatron",
+        "fixtures/real/megatron/mds_pr434_single_line_nan_hidden.log",
+        [(1, 776392, 403437), (8, 742223, 348744)],
+    ),  # a layout with no fields
+    (
+        "metaseq",
+        "fixtures/metaseq/wrapped_glued.log",
+        [(6, 562504, 591392), (5, 930741, 798163), (8, 607860, 475263)],
+    ),  # year 0 (metaseq stamp)
+    (
+        "wandb",
+        "fixtures/wandb/chart_two_runs.csv",
+        [(3, 281006, 26226), (8, 470743, 155345)],
+    ),  # a header repeated 5,000 times
 ]
 
 

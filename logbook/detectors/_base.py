@@ -6,6 +6,7 @@ config give the same findings, in the same order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,3 +90,12 @@ def fmt(v: float | None) -> str:
     if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
         return f"{v:.3e}"
     return f"{v:.4g}"
+
+
+EXP_MAX = 700.0  # log-ratios beyond this are damaged values: the ratio is capped at e^700
+
+
+def capped_exp(x: float) -> float:
+    """``exp(x)`` that never overflows (a loss of 1e300 against 2.0 is a ratio, not an
+    error): capped at ``e^EXP_MAX``; NaN stays NaN."""
+    return math.exp(min(float(x), EXP_MAX)) if x == x else float("nan")

@@ -38,7 +38,7 @@ from logbook.detectors._arrays import (
     prev_window_median,
     spans,
 )
-from logbook.detectors._base import DetectorConfig, finding, fmt
+from logbook.detectors._base import DetectorConfig, capped_exp, finding, fmt
 from logbook.detectors._frame import Context
 from logbook.schema import Finding
 
@@ -218,7 +218,7 @@ def _measure(y, base, noise, t: int, lo: int, hi: int, cfg: SpikeConfig) -> dict
     end, recovered = _recovery(y, t, hi, b, s, cfg)
     peak = start + int(np.argmax(y[start:end]))
     elevated = int(np.count_nonzero(y[start:end] > b + cfg.onset_z * s))
-    ratio = float(math.exp(y[peak] - b))
+    ratio = capped_exp(y[peak] - b)
     return {
         "trigger": t,
         "start": start,
@@ -257,7 +257,7 @@ def _recovery(y: np.ndarray, t: int, hi: int, b: float, s: float, cfg: SpikeConf
 def _to_finding(a, ep: dict, cfg: SpikeConfig, kind: str, detector: str) -> Finding:
     step = a["step"]
     last = ep["end"] - 1 if not ep["recovered"] else ep["end"]
-    base, peak = math.exp(ep["base"]), math.exp(a["y"][ep["peak"]])
+    base, peak = capped_exp(ep["base"]), capped_exp(a["y"][ep["peak"]])
     lone = ep["elevated"] < cfg.min_records and ep["recovered"]  # one bad record, gone
     critical = not lone and (ep["ratio"] >= cfg.critical_ratio or not ep["recovered"])
     what = cfg.column

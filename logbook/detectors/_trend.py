@@ -33,7 +33,7 @@ from logbook.detectors._arrays import (
     runs,
     smooth_level,
 )
-from logbook.detectors._base import DetectorConfig, finding
+from logbook.detectors._base import DetectorConfig, capped_exp, finding
 from logbook.schema import Finding
 
 MEDIAN_EFFICIENCY = 1.2533  # at most the sd of a median of n Gaussian draws, x sqrt(n)/sigma
@@ -115,9 +115,9 @@ def _episodes(
                 "alarm": int(step[ia]),
                 "end": int(step[end]),
                 "peak_step": int(step[peak]),
-                "baseline": math.exp(base[i0]),
-                "peak": math.exp(level[peak]),
-                "ratio": math.exp(level[peak] - base[i0]),
+                "baseline": capped_exp(base[i0]),
+                "peak": capped_exp(level[peak]),
+                "ratio": capped_exp(level[peak] - base[i0]),
             }
         )
     return pl.DataFrame(rows, schema=EPISODE_SCHEMA)

@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import Field
 
 from logbook.detectors._arrays import lineage_ends, runs, smooth_level, spans
-from logbook.detectors._base import Detector, DetectorConfig, finding, fmt
+from logbook.detectors._base import Detector, DetectorConfig, capped_exp, finding, fmt
 from logbook.detectors._frame import Context
 from logbook.detectors.nonfinite import overflow_steps
 from logbook.schema import Finding, Nonfinite
@@ -77,8 +77,8 @@ def _rising(ctx: Context, cfg: Config) -> list[Finding]:
 
 
 def _rising_finding(rows, i0: int, i1: int, alarm: int, r, level) -> Finding:
-    ratio = math.exp(float(np.nanmax(r[i0 : i1 + 1])))
-    best = math.exp(level[i0] - r[i0])
+    ratio = capped_exp(float(np.nanmax(r[i0 : i1 + 1])))
+    best = capped_exp(level[i0] - r[i0])
     start, end = int(rows.step[i0]), int(rows.step[i1])
     lineage = int(rows.lineage[i0])
     msg = (

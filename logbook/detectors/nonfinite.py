@@ -52,9 +52,18 @@ def bad_records(ctx: Context, columns: tuple[str, ...]) -> pl.DataFrame:
     # the parts of a loss that frameworks print without a total (mmseg's
     # ``decode.loss_seg``, detectron2's ``loss_cls``) are watched with the loss
     watched = "loss" in columns
+    schema = m.schema  # (once: a run may have thousands of columns)
     parts_of_loss = [c for c in m.columns if watched and "loss" in c and c not in columns]
-    for col in (*columns, *parts_of_loss):
-        if col not in m.columns or not m.schema[col].is_float():
+    floats = [c for c in dict.fromkeys((*columns, *parts_of_loss)) if c in schema]
+    floats = [c for c in floats if schema[c].is_float()]
+    # one pass for which columns have a non-finite value at all (most have none)
+    flagged = (
+        m.select((pl.col(c).is_not_null() & ~pl.col(c).is_finite()).any() for c in floats).row(0)
+        if floats and m.height
+        else ()
+    )
+    for col, any_bad in zip(floats, flagged, strict=True):
+        if not any_bad:
             continue
         c = pl.col(col)
         bad = m.filter(c.is_not_null() & ~c.is_finite()).select(

@@ -34,6 +34,9 @@ class Config(DetectorConfig):
     critical_ratio: float = Field(2.0, gt=1, description="Peak / baseline that is critical.")
 
 
+RATIO_MAX = 1e300  # a ratio beyond this is a damaged value's: reported as this
+
+
 def detect(ctx: Context, cfg: Config) -> list[Finding]:
     if not ctx.has("loss"):
         return []
@@ -63,7 +66,7 @@ def _episodes(part: pl.DataFrame, cfg: Config) -> list[Finding]:
             j += 1
         peak = i + int(np.argmax(loss[i : j + 1]))
         recovered = j + 1 < loss.size
-        ratio = float(loss[peak] / base)
+        ratio = min(float(loss[peak]) / base, RATIO_MAX)  # (python floats: no overflow)
         severe = ratio >= cfg.critical_ratio or not recovered
         out.append(
             finding(

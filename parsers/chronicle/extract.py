@@ -35,6 +35,9 @@ def step_value(text: str) -> int | None:
 _NEGATED = re.compile(
     r"(?:\bnot?|n't|\bcannot|\bnever|\bhow to|\bunable to|\bpossible to)\s+(?:\w+\s+){0,2}$", re.I
 )
+# how far before a restart word a negation ("could not restart") or a generic word ("after
+# every restart") is looked for: both end right before it, a few words long
+_LOOK_BACK = 120
 _GENERIC = re.compile(r"\b(?:each|every|any|per|all(?: the)?)\s+$", re.I)  # "after each restart"
 _RESTART = re.compile(
     r"\b(?:re-?start(?:ed|ing)?|auto-?restart(?:s|ed)?|re-?queue(?:d|ing)?|re-?launch(?:ed|ing)?"
@@ -160,7 +163,8 @@ def restarts(text: str) -> list[Found]:
         trig = [
             m
             for m in _RESTART.finditer(text)
-            if not _NEGATED.search(text[: m.start()]) and not _GENERIC.search(text[: m.start()])
+            if not _NEGATED.search(before := text[max(0, m.start() - _LOOK_BACK) : m.start()])
+            and not _GENERIC.search(before)
         ]
         if not trig:
             return []

@@ -205,7 +205,7 @@ def _values(parts: pl.DataFrame, layout: Layout, ok: pl.Series | None) -> pl.Dat
             fast, parts = fast.filter(ok), parts.filter(ok)
         texts = parts.select(raw[k].alias(k) for k in missed)
         again = [typed_columns(texts.select(k)).to_series().alias(k) for k in missed]
-        fast = fast.with_columns(*again, _unreadable(texts, again))
+        fast = fast.with_columns(*again, _unreadable(texts, again, texts.height))
     cols: dict[str, list[pl.Series]] = {}
     for k in raw:
         col = fast.get_column(k)
@@ -271,7 +271,8 @@ def _typed(raw: pl.DataFrame) -> pl.DataFrame:
     head = raw.select(*marks, absent.alias("_loss_absent"))
     keys = [k for k in raw.columns if not k.startswith("_")]
     each = [typed_columns(raw.select(k)) for k in keys]  # (keys are typed one by one)
-    head = head.with_columns(_unreadable(raw.select(keys), [t.to_series() for t in each]))
+    typed = [t.to_series() for t in each]
+    head = head.with_columns(_unreadable(raw.select(keys), typed, raw.height))
     cols: dict[str, list[pl.Series]] = {}
     for t in each:
         for col in t.get_columns():
@@ -279,12 +280,13 @@ def _typed(raw: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([head, pl.DataFrame(merged(cols))], how="horizontal")
 
 
-def _unreadable(texts: pl.DataFrame, typed: list[pl.Series]) -> pl.Series:
+def _unreadable(texts: pl.DataFrame, typed: list[pl.Series], height: int) -> pl.Series:
     """``_unread``: how many values of each record were printed but read as nothing
     (``grad norm: abc``): the record keeps them empty, a caveat counts them (``typed``:
-    the columns of ``texts`` typed, in its order)."""
+    the columns of ``texts`` typed, in its order; ``height``: the records, since a
+    layout with no keys at all gives ``texts`` no columns and so no height)."""
     if not typed:
-        return pl.repeat(0, texts.height, dtype=pl.UInt32, eager=True).alias("_unread")
+        return pl.repeat(0, height, dtype=pl.UInt32, eager=True).alias("_unread")
     bad = [
         (raw.is_not_null() & (raw != "") & t.is_null())
         for raw, t in zip(texts.get_columns(), typed, strict=True)

@@ -54,8 +54,14 @@ def timestamps(text: pl.Expr | pl.Series) -> pl.Expr | pl.Series:
 
 def _parse(stamp: pl.Expr | pl.Series) -> pl.Expr | pl.Series:
     ts = stamp.str.replace("T", " ").str.replace(",", ".")
-    return ts.str.to_datetime(
+    t = ts.str.to_datetime(
         "%Y-%m-%d %H:%M:%S%.f", time_zone="UTC", time_unit="us", strict=False, cache=False
+    )
+    # a damaged stamp (year 0000) is no time: nothing downstream could hold it
+    return (
+        pl.when(t.dt.year().is_between(1, 9999)).then(t)
+        if isinstance(t, pl.Expr)
+        else (pl.select(pl.when(t.dt.year().is_between(1, 9999)).then(t)).to_series().alias(t.name))
     )
 
 

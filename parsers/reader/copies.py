@@ -53,9 +53,12 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     kept = m.with_row_index("_i").filter(~pl.col("_i").is_in(gone.implode())).drop("_i")
     dropped = m.height - kept.height
     # the lines the copies stood on are ignored now, unless a kept record shares one
-    # (records glued onto one line)
+    # (records glued onto one line) or an event was read from it (a results table's row
+    # is a record and a validation event): it is an event line then
     gone_lines = m.get_column("line").gather(gone).unique()
-    freed = int((~gone_lines.is_in(kept.get_column("line").implode())).sum())
+    told = [e.source.line for e in parsed.events if e.source and e.source.line is not None]
+    taken = pl.concat([kept.get_column("line"), pl.Series("line", told, pl.Int64)])
+    freed = int((~gone_lines.is_in(taken.implode())).sum())
     meta = dict(parsed.meta)
     meta["caveats"] = [*meta.get("caveats", []), f"{dropped} per-rank copies of records dropped"]
     meta["rank_copies"] = meta.get("rank_copies", 0) + dropped
