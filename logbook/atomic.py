@@ -57,6 +57,19 @@ def atomic_open(path: str | Path, mode: str = "wb") -> Iterator[IO]:
         yield fh
 
 
+def require_folder(path: str | Path) -> None:
+    """A usage error when the folder ``path`` would be written into does not exist: an
+    output names a file in a folder that is there (a typo in a folder name is not
+    silently made into a new tree of folders)."""
+    from logbook.errors import UsageError
+
+    folder = Path(path).parent
+    if not folder.exists():
+        raise UsageError(f"output {path}: folder {folder} does not exist (create it first)")
+    if not folder.is_dir():
+        raise UsageError(f"output {path}: {folder} is a file, not a folder")
+
+
 def _through_links(target: Path) -> Path:
     """The file a symlinked target points to (followed to the end), else the target."""
     if target.is_symlink():

@@ -20,37 +20,89 @@ _ALLOCATOR = "_RJEM_MALLOC_CONF"
 _RELEASE = "dirty_decay_ms:250,muzzy_decay_ms:0"
 
 
+# ``logbook watch`` runs small queries every second for hours: polars' thread pool
+# costs more CPU time there than it saves (measured: a sixth of each check). Its size
+# is read once, when polars loads; a user's own setting stands.
+_THREADS = "POLARS_MAX_THREADS"
+
+
 def _prompt_release() -> None:
-    if "polars" in sys.modules or _ALLOCATOR in os.environ:
+    if "polars" in sys.modules:
         return
-    os.environ[_ALLOCATOR] = _RELEASE
+    added = [k for k in (_ALLOCATOR, _THREADS) if k not in os.environ]
+    if _ALLOCATOR in added:
+        os.environ[_ALLOCATOR] = _RELEASE
+    if _THREADS in added and sys.argv[1:2] == ["watch"]:
+        os.environ[_THREADS] = "1"
     try:
         import polars  # noqa: F401
     finally:
-        del os.environ[_ALLOCATOR]
+        for k in added:
+            os.environ.pop(k, None)
 
 
 _prompt_release()
+
+from typing import Annotated  # noqa: E402
 
 import typer  # noqa: E402
 
 from logbook.errors import LogbookError  # noqa: E402
 
+DISTRIBUTION = "trainlogbook"  # the name on PyPI; the command and the package: logbook
+HELP_WIDTH = 100  # help text wraps at the terminal's width, at most this
+
 app = typer.Typer(
     name="logbook",
     help="Audit large-model training runs from their logs.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"max_content_width": HELP_WIDTH},
 )
 
 
+def version() -> str:
+    """``trainlogbook <version>``: the installed distribution, as ``--version`` prints it."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    from logbook import __version__
+
+    try:
+        return f"{DISTRIBUTION} {installed(DISTRIBUTION)}"
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return f"{DISTRIBUTION} {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(version())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Audit large-model training runs from their logs."""
+
+
 def _register() -> None:
-    from logbook import cli_detect, cli_parse, cli_replay, cli_report
+    from logbook import cli_compare, cli_detect, cli_parse, cli_replay, cli_report, cli_watch
 
     if app.registered_commands:  # main() called again in one process
         return
-    for module in (cli_parse, cli_detect, cli_report, cli_replay):
+    for module in (cli_parse, cli_detect, cli_watch, cli_report, cli_replay, cli_compare):
         module.register(app)
 
 
@@ -68,7 +120,7 @@ def main() -> None:
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         _register()
-        app()  # click's standalone mode: usage errors exit 2 with a short message
+        _invoke(sys.argv[1:])
     except LogbookError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -79,6 +131,40 @@ def main() -> None:
         if os.environ.get("LOGBOOK_DEBUG"):
             raise
         _fail(f"internal error: {type(exc).__name__}: {exc} (LOGBOOK_DEBUG=1 shows where)")
+
+
+def _invoke(args: list[str]) -> None:
+    """Run the command line in click's non-standalone mode, so that every way it ends is
+    ours to say: a usage error is one line and exit 2, a reader that closed the pipe
+    (``| head``) is no error, and an exit code set by a command is kept."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=args, prog_name="logbook", standalone_mode=False)
+    except BrokenPipeError:
+        quiet_stdout()
+        sys.exit(0)
+    except Exception as exc:
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        if "Abort" in names:
+            _fail("interrupted", code=130)
+        if "ClickException" not in names:
+            raise
+        ctx = getattr(exc, "ctx", None)
+        if "NoArgsIsHelpError" in names and ctx is not None:  # ``logbook`` alone: its help
+            typer.echo(ctx.get_help())
+            sys.exit(2)
+        hint = f" (see '{ctx.command_path} --help')" if "UsageError" in names and ctx else ""
+        _fail(f"{exc.format_message()}{hint}", code=getattr(exc, "exit_code", 2))
+    # a command's ``typer.Exit(n)`` comes back as n (commands themselves return None)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def quiet_stdout() -> None:
+    """After the reader of stdout went away: send what is left to /dev/null, so that the
+    final flush raises nothing."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def run() -> None:

@@ -69,6 +69,14 @@ def detect(
             "--output", "-o", help="Also write the findings to a .csv, .parquet or .jsonl."
         ),
     ] = None,
+    notes: Annotated[
+        list[Path] | None,
+        typer.Option("--notes", help="A team logbook or chronicle placed on the run's steps."),
+    ] = None,
+    tz: Annotated[
+        str,
+        typer.Option("--tz", help="Zone for logbook times written without one (UTC, ET, PT)."),
+    ] = "UTC",
 ) -> None:
     """Detect spikes, non-finite values, loss-scale collapses, drifts, LR changes,
     divergence, stalls, slowdowns, crashes and restarts, with their precursors. Prints a
@@ -101,7 +109,7 @@ def detect(
     cfg = _config(config, sets or [])
     worst = -1
     kept: list[dict] = []
-    results = _run(logs, fmt, cfg, run)
+    results = _run(logs, fmt, cfg, run, notes or [], tz)
     for i, (found, head, name, gap, records) in enumerate(results):
         findings = select(found, min_severity, kinds, bounds)
         rows = [finding_json(f) for f in findings]
@@ -110,12 +118,11 @@ def detect(
                 row["run"] = row.get("run") or name
         kept += rows
         if as_json:
-            for row in rows:
-                typer.echo(json.dumps(row))
+            _say("\n".join(json.dumps(row) for row in rows), empty=not rows)
         elif show_all:
-            typer.echo(("\n" if i else "") + table(findings, head))
+            _say(("\n" if i else "") + table(findings, head))
         else:
-            typer.echo(("\n" if i else "") + view(findings, head, gap, records))
+            _say(("\n" if i else "") + view(findings, head, gap, records))
         worst = max(worst, _worst(findings))
     if output is not None:
         write_findings(kept, output)
@@ -123,6 +130,19 @@ def detect(
             typer.echo(f"wrote {len(kept)} finding(s) to {output}", err=True)
     if fail_on is not None and worst >= _rank(fail_on):
         raise typer.Exit(1)
+
+
+def _say(text: str, empty: bool = False) -> None:
+    """Print to stdout; a reader that went away (``| head -1``) ends the printing, not
+    the command: the verdict of --fail-on is still its exit code."""
+    if empty:
+        return
+    try:
+        typer.echo(text)
+    except BrokenPipeError:
+        from logbook.cli import quiet_stdout
+
+        quiet_stdout()
 
 
 def _config(path: Path | None, sets: list[str]) -> dict:
@@ -133,13 +153,24 @@ def _config(path: Path | None, sets: list[str]) -> dict:
 
 
 def _run(
-    logs: list[Path], fmt: str | None, cfg: dict, only: str | None = None
+    logs: list[Path],
+    fmt: str | None,
+    cfg: dict,
+    only: str | None = None,
+    notes: list[Path] | None = None,
+    tz: str = "UTC",
 ) -> list[tuple[list[Finding], str, str, int, int]]:
-    """(findings, headline, run name, incident gap, records) for every run in the logs."""
+    """(findings, headline, run name, incident gap, records) for every run in the logs,
+    with the chronicle ``notes`` placed on each (their LR changes and rollbacks become
+    events the detectors see)."""
     size = sum(p.stat().st_size for p in logs if p.is_file())
     if size >= PROGRESS_BYTES and sys.stderr.isatty():
         typer.echo(f"reading {len(logs)} file(s), {size / 1e6:,.0f} MB ...", err=True)
-    runs = load_runs(list(logs), fmt, run=only)
+    runs = load_runs(list(logs), fmt, tz, run=only)
+    if notes:
+        from parsers.chronicle.notes import attach_notes
+
+        runs = [attach_notes(r, list(notes), tz) for r in runs]
     return [
         (_detect(r, cfg), _headline(r), run_name(r, i), _gap(r), r.metrics.height)
         for i, r in enumerate(runs)

@@ -237,6 +237,9 @@ def check_output(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise UsageError(f"--output {path}: use a .csv, .parquet or .jsonl file")
+    from logbook.atomic import require_folder
+
+    require_folder(path)
     return suffix
 
 
@@ -251,33 +254,9 @@ def write_findings(rows: list[dict[str, Any]], path: Path) -> None:
             for row in rows:
                 fh.write(json.dumps(row) + "\n")
         return
-    import polars as pl
+    from logbook.findings import frame_of
 
-    cols = [*REQUIRED_KEYS, "run", "segment", "id", "precedes", "lead_steps", "evidence"]
-    table_rows = [
-        {
-            **{c: r.get(c) for c in cols if c != "evidence"},
-            "evidence": json.dumps(r.get("evidence") or {}),
-        }
-        for r in rows
-    ]
-    schema = {
-        "kind": pl.String,
-        "detector": pl.String,
-        "severity": pl.String,
-        "step": pl.Int64,
-        "start_step": pl.Int64,
-        "end_step": pl.Int64,
-        "score": pl.Float64,
-        "message": pl.String,
-        "run": pl.String,
-        "segment": pl.Int64,
-        "id": pl.String,
-        "precedes": pl.String,
-        "lead_steps": pl.Int64,
-        "evidence": pl.String,
-    }
-    frame = pl.DataFrame(table_rows, schema=schema)
+    frame = frame_of(rows)
     with atomic_open(path, "wb") as fh:
         if suffix == ".csv":
             frame.write_csv(fh)

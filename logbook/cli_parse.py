@@ -49,8 +49,11 @@ def parse(
 
     An input that holds several runs gives one summary each; -o DIR/ writes one Parquet
     file per run."""
+    from logbook.atomic import require_folder
     from parsers.chronicle.notes import attach_notes
 
+    if output is not None:
+        require_folder(output)  # before the work, not after it
     runs = [attach_notes(r, list(notes or []), tz) for r in load_runs(list(logs), fmt, tz, run)]
     targets = _targets(output, runs) if output is not None else []
     for i, r in enumerate(runs):
@@ -84,11 +87,13 @@ def _stitched(
 
 def _targets(output: Path, runs: list[Run]) -> list[Path]:
     """Where each run is written: the output file, or one file per run in a folder."""
+    from logbook.atomic import require_folder
     from logbook.errors import UsageError
 
     as_dir = output.is_dir() or output.suffix == ""
+    require_folder(output)  # (DIR/ itself is made, not the folders above it)
     if as_dir:
-        output.mkdir(parents=True, exist_ok=True)
+        output.mkdir(exist_ok=True)
         names = [file_stem(run_name(r, i)) for i, r in enumerate(runs)]
         return [output / f"{n}.parquet" for n in _unique(names)]
     if output.suffix not in (".jsonl", ".parquet"):

@@ -9,7 +9,7 @@ import typer
 
 from logbook.cli_runs import RunOpt, file_stem, load_runs, run_name
 
-REPORT_FORMATS = ("html", "md")
+REPORT_SUFFIXES = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
 
 
 def register(app: typer.Typer) -> None:
@@ -24,11 +24,10 @@ def report(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write the report here (.html, or .md)."),
+        typer.Option("--output", "-o", help="Write the report here: .html (or .htm), or .md."),
     ] = None,
     fmt: Annotated[
-        str | None,
-        typer.Option("--format", help="html or md; taken from the output name when not given."),
+        str | None, typer.Option("--format", "-f", help="Log format; sniffed when not given.")
     ] = None,
     notes: Annotated[
         list[Path] | None,
@@ -38,7 +37,7 @@ def report(
         str, typer.Option("--tz", help="Time zone of chronicle times written without one.")
     ] = "UTC",
     log_format: Annotated[
-        str | None, typer.Option("--log-format", help="Log format; sniffed when not given.")
+        str | None, typer.Option("--log-format", hidden=True, help="Same as --format.")
     ] = None,
     config: Annotated[
         Path | None, typer.Option("--config", help="Detector thresholds (TOML, or JSON).")
@@ -60,12 +59,17 @@ def report(
         raise UsageError("no log file given (logbook report LOG... -o report.html)")
     if output is None:
         raise UsageError("no output given: -o report.html (or -o report.md)")
-    kind = _format(output, fmt)
     if output.is_dir():
         raise UsageError(f"output {output}: is a directory")
+    kind = report_kind(output)
+    from logbook.atomic import require_folder
+
+    require_folder(output)
+    if log_format is not None and fmt is not None and log_format != fmt:
+        raise UsageError(f"--format {fmt!r} and --log-format {log_format!r} disagree")
     from logbook.report import build_report, write_report
 
-    analysed = _analyse(logs, log_format, notes or [], tz, config, sets or [], run)
+    analysed = _analyse(logs, fmt or log_format, notes or [], tz, config, sets or [], run)
     for i, (one, findings) in enumerate(analysed):
         # several runs in the input: report.html, report.<run 2>.html, ...
         target = (
@@ -84,14 +88,17 @@ def report(
             typer.echo(f"wrote {extra}")
 
 
-def _format(output: Path, fmt: str | None) -> str:
+def report_kind(output: Path) -> str:
+    """``html`` or ``md``, from the output's name; any other suffix is a usage error."""
     from logbook.errors import UsageError
 
-    if fmt is None:
-        return "md" if output.suffix.lower() in (".md", ".markdown") else "html"
-    if fmt not in REPORT_FORMATS:
-        raise UsageError(f"--format {fmt!r}: use html or md")
-    return fmt
+    kind = REPORT_SUFFIXES.get(output.suffix.lower())
+    if kind is None:
+        raise UsageError(
+            f"output {output}: a report is .html (or .htm) or .md (or .markdown), "
+            f"not {output.suffix or 'a name without a suffix'!r}"
+        )
+    return kind
 
 
 def _analyse(

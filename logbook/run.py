@@ -11,7 +11,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +27,12 @@ from logbook.schema import (
     event_sort_key,
     event_to_dict,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from logbook.detectors import DetectorConfig
+    from logbook.findings import Findings
 
 
 class ParseStats(BaseModel):
@@ -113,7 +119,53 @@ class Run:
         )
 
     def events_of(self, *kinds: str) -> list[EventBase]:
+        """The events of these kinds, in timeline order."""
         return [e for e in self.events if e.kind in kinds]
+
+    def events_frame(self) -> pl.DataFrame:
+        """The events as a polars frame (``.to_pandas()`` for pandas), in timeline order:
+        kind, step, segment, time, file and line where it was read, the original text,
+        and the kind's own fields (``resume_step``, ``old``/``new``, ``cause``...) as a
+        JSON string in ``detail``."""
+        from logbook.event_table import events_frame
+
+        return events_frame(self.events)
+
+    # ---- analysis ------------------------------------------------------------------
+
+    def detect(
+        self, config: str | Path | dict[str, DetectorConfig | dict[str, Any]] | None = None
+    ) -> Findings:
+        """Run every detector on this run, precursors linked, as ``logbook detect`` does.
+
+        ``config``: a thresholds file (TOML, or JSON when it ends in ``.json``), or a
+        dict mapping detector names to their config objects or to dicts of fields
+        (``{"loss_spike": {"min_ratio": 1.5}}``); missing detectors keep their defaults.
+        """
+        from logbook.detectors import detect
+        from logbook.detectors._config import build_config, read_config_file
+        from logbook.findings import Findings
+
+        if config is None or isinstance(config, str | Path):
+            tables = read_config_file(config) if config is not None else None
+            cfg = build_config(tables)
+        else:
+            given = {k: v for k, v in config.items() if not isinstance(v, dict)}
+            cfg = build_config({k: v for k, v in config.items() if isinstance(v, dict)})
+            cfg |= given
+        return Findings(detect(self, cfg))
+
+    def plot(self, findings: list | None = None, metrics: list[str] | None = None) -> Figure:
+        """The run's metrics by step as a matplotlib figure (one panel per metric, as the
+        report's overview draws them): the trajectory in blue and the records a restart
+        recomputed in grey (a spike that made a team rewind is often among those: the
+        trajectory alone does not show it), restarts and crashes as vertical lines, and
+        ``findings`` (e.g. ``run.detect()``) shaded by severity. ``metrics`` picks the
+        panels (``["loss", "grad_norm"]``); by default every metric the run has."""
+        from logbook.report.figures import overview_figure
+
+        fig, _panels, _frame = overview_figure(self, list(findings or []), columns=metrics)
+        return fig
 
     # ---- on disk -------------------------------------------------------------------
 

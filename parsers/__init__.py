@@ -168,6 +168,18 @@ def sniff(path: str | Path) -> str:
     if p.suffix.lower() in PROSE_SUFFIXES:  # markdown is prose, whatever log lines it quotes
         return "chronicle"
     head = head_lines(p, SNIFF_LINES)
+    best = sniff_head(head)
+    if best is None:
+        if not any(line.strip() for line in head):
+            raise InputError(f"{p}: file is empty")
+        raise InputError(
+            f"{p}: unrecognized log format (give --format; `logbook formats` lists them)"
+        )
+    return best
+
+
+def sniff_head(head: list[str]) -> str | None:
+    """The text format that recognizes these first lines of a log best (None: none)."""
     scores: dict[str, int] = {}
     for name in FORMATS:
         # a format that scores at most SNIFF_MAX is not asked once an earlier one has
@@ -178,13 +190,7 @@ def sniff(path: str | Path) -> str:
         else:
             scores[name] = FORMATS[name].sniff(head)
     best = max(scores, key=lambda k: scores[k])
-    if scores[best] <= 0:
-        if not any(line.strip() for line in head):
-            raise InputError(f"{p}: file is empty")
-        raise InputError(
-            f"{p}: unrecognized log format (give --format; `logbook formats` lists them)"
-        )
-    return best
+    return best if scores[best] > 0 else None
 
 
 def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseStats]:
@@ -283,7 +289,7 @@ def _read_log(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) ->
     stats = [results[i][1] for i in ranked]
     files = [s.file for s in stats]
     metrics, events = stitch(parts, files)
-    return Run(metrics=metrics, events=events, meta=_meta(parts, stats))
+    return Run(metrics=metrics, events=events, meta=run_meta(parts, stats))
 
 
 def read_logs(
@@ -331,7 +337,7 @@ def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -
         parts = [g[0] for g in group]
         stats = [g[1] for g in group]
         metrics, events = stitch(parts, [s.file for s in stats])
-        run = Run(metrics=metrics, events=events, meta=_meta(parts, stats))
+        run = Run(metrics=metrics, events=events, meta=run_meta(parts, stats))
         if len(groups) > 1:
             base = run.meta.name or parts[0].meta.get("run_dir") or Path(stats[0].file).name
             taken = {r.meta.name for r in runs}
@@ -380,7 +386,8 @@ def _overlap(results: list[tuple[Parsed, ParseStats]], dirs: list) -> bool:
     return any(b[0] < a[1] for a, b in zip(ordered, ordered[1:], strict=False))
 
 
-def _meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
+def run_meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
+    """The run header of stitched parts: formats, sources, units, caveats, flags."""
     formats = list(dict.fromkeys(s.format for s in stats))
     units: dict[str, str] = {}
     caveats: list[str] = []

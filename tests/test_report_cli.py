@@ -54,9 +54,9 @@ def test_html_report(tmp_path):
     assert "<h1>Audit report: incident-demo</h1>" in html
 
 
-def test_markdown_report_by_option_and_no_figures(tmp_path):
-    out = tmp_path / "audit.txt"
-    p = logbook("report", str(FIXTURE), "-o", str(out), "--format", "md", "--no-figures")
+def test_markdown_report_by_suffix_and_no_figures(tmp_path):
+    out = tmp_path / "audit.markdown"
+    p = logbook("report", str(FIXTURE), "-o", str(out), "--no-figures")
     assert p.returncode == 0, p.stderr
     text = out.read_text()
     assert text.startswith("# Audit report: incident-demo\n")
@@ -64,12 +64,27 @@ def test_markdown_report_by_option_and_no_figures(tmp_path):
     assert not (tmp_path / "audit_files").exists()
 
 
+def test_report_log_format_is_dash_f_as_in_parse_and_detect(tmp_path):
+    out = tmp_path / "audit.htm"
+    p = logbook("report", str(FIXTURE), "-f", "logbook", "-o", str(out), "--no-figures")
+    assert p.returncode == 0, p.stderr
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    one_line_error(
+        logbook("report", str(FIXTURE), "-f", "nosuch", "-o", str(out)),
+        "unknown format 'nosuch' (known: logbook, megatron,",
+    )
+
+
 def test_usage_errors(tmp_path):
     one_line_error(logbook("report", str(FIXTURE)), "no output given: -o report.html")
     one_line_error(logbook("report", "-o", str(tmp_path / "r.html")), "no log file given")
     one_line_error(
-        logbook("report", str(FIXTURE), "-o", str(tmp_path / "r.pdf"), "--format", "pdf"),
-        "--format 'pdf': use html or md",
+        logbook("report", str(FIXTURE), "-o", str(tmp_path / "r.pdf")),
+        "a report is .html (or .htm) or .md (or .markdown), not '.pdf'",
+    )
+    one_line_error(
+        logbook("report", str(FIXTURE), "-o", str(tmp_path / "report")),
+        "not 'a name without a suffix'",
     )
     one_line_error(logbook("report", str(FIXTURE), "-o", str(tmp_path)), "is a directory")
     one_line_error(

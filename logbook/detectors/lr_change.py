@@ -10,8 +10,11 @@ when it reaches ``min_rel_change`` (2%) of the learning rate. Also reports the p
 ``lr_change`` events (not the setting a run starts with: a launch's echo of its LR
 before the first record, with nothing before it to change from). The finding gives old,
 new and ratio. Severity: info when the jump
-is at a restart (a relaunch with a new schedule, ``manual`` in the evidence) or comes
-from a parser event marked manual; warning when it happens inside a segment.
+is at a restart (a relaunch with a new schedule, ``manual`` in the evidence), comes
+from a parser event marked manual, or is a jump of the series that such an event states
+(an override echoed by the trainer, a chronicle's "lowered the LR" given with
+``--notes``: ``stated_at`` in the evidence); warning when it happens inside a segment
+with nothing saying it was meant.
 
 Stays quiet on: the warm-up (any rise before the learning rate first stops rising, unless
 at a restart), cosine/linear/inverse-sqrt decay, the end of the warm-up, print rounding, a
@@ -43,7 +46,7 @@ class Config(DetectorConfig):
 
 def detect(ctx: Context, cfg: Config) -> list[Finding]:
     out = _from_series(ctx, cfg) if ctx.has("lr") else []
-    seen = [f.step for f in out]
+    series = list(out)  # the jumps of the series (events are matched against these)
     tol = max(ctx.interval, 1)
     first = ctx.run.metrics.get_column("step").min() if ctx.run.metrics.height else None
     for e in ctx.events:
@@ -51,9 +54,26 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
             continue
         if e.manual and e.old is None and e.factor is None and e.step == first:
             continue  # the LR the run started with (a setting echoed at start-up)
-        if not any(abs(e.step - s) <= tol for s in seen if s is not None):
+        near = [f for f in series if f.step is not None and abs(e.step - f.step) <= tol]
+        if not near:
             out.append(_from_event(e))
+        elif e.manual:
+            for f in near:
+                _stated(f, e)
     return out
+
+
+def _stated(f: Finding, e: LrChange) -> None:
+    """A jump the log or the team's notes state as deliberate (an override, "lowered the
+    LR to 3e-5") is context, not a warning: info, with where it was said."""
+    if f.evidence.get("manual"):
+        return
+    where = f"{e.source.file}:{e.source.line}" if e.source and e.source.file else "the log"
+    f.severity = "info"
+    f.evidence["manual"] = True
+    f.evidence["stated_at"] = where
+    f.message = f.message.replace("; not explained by a smooth schedule", "")
+    f.message += f"; a deliberate change, stated at {where}"
 
 
 def _from_series(ctx: Context, cfg: Config) -> list[Finding]:

@@ -219,8 +219,26 @@ def overview(
 ) -> Rendered:
     """The stacked overview figure of the whole run (``marks``: from :func:`run_marks`;
     ``traj``: the run's trajectory, when already computed)."""
+    fig, panels, frame = overview_figure(run, findings, marks, traj)
+    caption = (
+        f"{len(panels)} panels over steps {_span(frame)}; shaded: findings by severity; "
+        "grey: records recomputed after a restart"
+    )
+    return Rendered("overview", "Overview", caption, _png(fig), fig)
+
+
+def overview_figure(
+    run: Run,
+    findings: list[Finding],
+    marks: dict | None = None,
+    traj: pl.DataFrame | None = None,
+    columns: list[str] | None = None,
+) -> tuple[Figure, list[tuple[str, str, str]], pl.DataFrame]:
+    """The overview as a matplotlib figure, with its panels and the records drawn:
+    ``columns`` picks panels (default: every metric the run has)."""
     frame = plot_frame(run, traj)
-    panels = _present(frame, frame.columns) or [("loss", "loss (nats)", "linear")]
+    wanted = frame.columns if columns is None else [c for c in columns if c in frame.columns]
+    panels = _present(frame, wanted) or [("loss", "loss (nats)", "linear")]
     name = run.meta.name or "run"
     fig, axes = _axes(len(panels), f"{name}: metrics by step")
     marks = run_marks(run, findings) if marks is None else marks
@@ -260,11 +278,7 @@ def overview(
             what = f"checkpoint saves ({saves.size:,}; {ckpt.size} drawn, evenly)"
         extra.append((what, {"color": "#555555", "marker": "|", "linestyle": ""}))
     _legend(axes[0], lines, ("trajectory", "recomputed after a restart" if faded else None), extra)
-    caption = (
-        f"{len(panels)} panels over steps {_span(frame)}; shaded: findings by severity; "
-        "grey: records recomputed after a restart"
-    )
-    return Rendered("overview", "Overview", caption, _png(fig), fig)
+    return fig, panels, frame
 
 
 MAX_TICKS = 150  # checkpoint ticks drawn on the bottom axis, at most (a thousand make a bar)
