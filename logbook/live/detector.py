@@ -35,22 +35,14 @@ from typing import Any
 
 import polars as pl
 
+from logbook.detectors._precursors import CANDIDATES
 from logbook.run import Run
 from logbook.schema import Finding
 
 WINDOW_RECORDS = 2048  # the trailing records the detectors see after the catch-up
 CONFIRM_RECORDS = 20  # an open finding seen over this many records is reported
 SEVERITIES = ("info", "warning", "critical")
-PRECURSOR_KINDS = (
-    "grad_norm_spike",
-    "grad_norm_drift",
-    "activation_norm_drift",
-    "attn_logit_drift",
-    "logz_drift",
-    "param_norm_drift",
-    "loss_scale_drop",
-    "loss_scale_collapse",
-)
+PRECURSOR_KINDS = CANDIDATES  # the kinds precursor linking takes as precursors
 MAY_FOLLOW = "a spike may follow"
 
 
