@@ -15,6 +15,13 @@ from logbook.schema import Finding
 LogArgs = Annotated[
     list[Path] | None, typer.Argument(help="Log files of one run (raw, generic JSONL or logbook).")
 ]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="Thresholds file (TOML, or JSON if .json).")
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override one threshold: detector.field=value (repeatable)."),
+]
 FAIL_LEVELS = ("warning", "critical")
 PROGRESS_RECORDS = 200_000  # show a progress bar on stderr from this many records
 PROGRESS_BYTES = 100_000_000  # and say that a large input is being read
@@ -35,13 +42,8 @@ def detect(
             help="Exit 1 when a finding of this severity or worse exists: warning|critical.",
         ),
     ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="Thresholds file (TOML, or JSON if .json).")
-    ] = None,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Override one threshold: detector.field=value (repeatable)."),
-    ] = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
     fmt: Annotated[
         str | None, typer.Option("--format", "-f", help="Log format; sniffed when not given.")
     ] = None,

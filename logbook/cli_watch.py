@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from logbook.cli_detect import ConfigOpt, SetOpt
 from logbook.schema import Finding
 
 FAIL_LEVELS = ("warning", "critical")
@@ -53,13 +54,8 @@ def watch(
     fmt: Annotated[
         str | None, typer.Option("--format", "-f", help="Log format; sniffed when not given.")
     ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", help="Thresholds file (TOML, or JSON if .json).")
-    ] = None,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Override one threshold: detector.field=value (repeatable)."),
-    ] = None,
+    config: ConfigOpt = None,
+    sets: SetOpt = None,
     until_idle: Annotated[
         float | None,
         typer.Option("--until-idle", help="Stop when no log has grown for this many seconds."),
