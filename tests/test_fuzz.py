@@ -6,7 +6,7 @@ only, no internal error, one line on exit 2, at most 10 s for an input of at mos
 and a line accounting that adds up.
 
 Deterministic (``derandomize``, no example database). ``LOGBOOK_FUZZ_EXAMPLES`` sets the
-examples per format (default 60, the quick profile CI runs); the long profile is
+examples per format (default 25, the quick profile CI runs); the long profile is
 ``python -m bench.fuzz --examples 10000`` (see bench/RESULTS.md).
 """
 
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from bench._mutations import N_OPS, SEEDS, TIME_LIMIT_S, mutate, run_case, seed_bytes
 
-EXAMPLES = int(os.environ.get("LOGBOOK_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("LOGBOOK_FUZZ_EXAMPLES", "25"))
 
 OPS = st.lists(
     st.tuples(st.integers(0, N_OPS - 1), st.integers(0, 10**6), st.integers(0, 10**6)),

@@ -52,12 +52,21 @@ KNOWN_GAPS = {
 }
 
 
+@functools.cache
+def _runs(label: Path) -> tuple[list, str]:
+    """The runs read from one excerpt (read once for all the tests), or the error."""
+    try:
+        return parsers.read_logs(input_of(label)), ""
+    except InputError as exc:
+        return [], str(exc)
+
+
+@functools.cache
 def _reads_right(label: Path) -> tuple[bool, tuple, tuple]:
     want = json.loads(label.read_text())
-    try:
-        runs = parsers.read_logs(input_of(label))
-    except InputError as exc:
-        return False, (str(exc),), ()
+    runs, error = _runs(label)
+    if error:
+        return False, (error,), ()
     # records in file order; a line that holds records of several runs (a W&B export's
     # row) counts once
     rows: dict[int, list] = {}
@@ -107,10 +116,7 @@ def test_at_least_sixty_excerpts_of_fifteen_frameworks_three_each():
 @functools.cache
 def _events(label: Path) -> tuple:
     """Every event and finding of the runs of one excerpt (read and detected once)."""
-    try:
-        runs = parsers.read_logs(input_of(label))
-    except InputError:
-        runs = []
+    runs, _ = _runs(label)
     return tuple(e for r in runs for e in [*r.events, *detect(r)])
 
 
