@@ -36,10 +36,24 @@ window.addEventListener("load", function () {
   }
   th.click(); var up = steps();
   th.click(); var down = steps();
-  var out = document.createElement("pre");
-  out.id = "probe";
-  out.textContent = JSON.stringify({images: sizes, up: up, down: down});
-  document.body.appendChild(out);
+  var plot = document.getElementById("plot-overview");
+  var drawn = plot.querySelectorAll("g.trace").length;
+  function finish(extra) {
+    var out = document.createElement("pre");
+    out.id = "probe";
+    extra.images = sizes; extra.up = up; extra.down = down; extra.traces = drawn;
+    out.textContent = JSON.stringify(extra);
+    document.body.appendChild(out);
+  }
+  // zoom the first panel as a drag would: every panel follows (shared x axis)
+  Plotly.relayout(plot, {"xaxis.range": [1000, 1100]}).then(function () {
+    var zoomed = [plot._fullLayout.xaxis.range, plot._fullLayout.xaxis3.range];
+    document.querySelector("button[data-axis=time]").click();
+    setTimeout(function () {
+      finish({zoomed: zoomed, time_axis: plot._fullLayout.xaxis.type,
+              time_x0: plot.data[1].x[0]});
+    }, 500);
+  });
 });
 </script>
 """
@@ -94,12 +108,13 @@ def test_screenshot_shows_the_figures(chromium, report_html, tmp_path):
     page, _ = report_html
     shot = tmp_path / "shot.png"
     p = _browse(chromium, tmp_path / "profile", f"--screenshot={shot}",
-                "--window-size=1300,2200", page.as_uri())  # fmt: skip
+                "--virtual-time-budget=10000", "--window-size=1300,2200",
+                page.as_uri())  # fmt: skip
     assert p.returncode == 0, p.stderr[-2000:]
     assert _console(p.stderr) == []
     pixels = image.imread(shot)[:, :, :3]
     assert pixels.shape[:2] == (2200, 1300)
-    assert pixels.std() > 0.1  # not a blank page
+    assert pixels.std() > 0.05  # not a blank page
     # the trajectory's blue (#1f77b4) is drawn over many pixels: the figures rendered
     blue = np.abs(pixels - np.array([0x1F, 0x77, 0xB4]) / 255).max(axis=2) < 0.08
     assert blue.sum() > 2000
@@ -115,7 +130,12 @@ def test_dom_images_decode_and_tables_sort(chromium, report_html, tmp_path):
     assert _console(p.stderr) == []
     found = p.stdout.split('<pre id="probe">')[1].split("</pre>")[0]
     result = json.loads(html.unescape(found))
-    assert len(result["images"]) == figures == 2
+    # the overview is interactive (a Plotly figure), the incident zoom a PNG
+    assert len(result["images"]) == figures - 1 == 1
+    assert result["traces"] >= 6
+    assert [[round(v) for v in r] for r in result["zoomed"]] == [[1000, 1100]] * 2
+    assert result["time_axis"] == "date"
+    assert result["time_x0"].startswith("2024-01-01 00:00")
     for w, h, complete in result["images"]:
         assert complete and w == 1200 and h > 400
     up = [int(s) for s in result["up"]]

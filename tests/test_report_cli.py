@@ -50,7 +50,8 @@ def test_html_report(tmp_path):
         p.stdout,
     )
     html = out.read_text()
-    assert html.count('<img src="data:image/png;base64,') == 2
+    assert html.count('<img src="data:image/png;base64,') == 1  # the incident's zoom
+    assert html.count('<div class="plot" id="plot-overview"') == 1  # the interactive overview
     assert "<h1>Audit report: incident-demo</h1>" in html
 
 

@@ -1,4 +1,5 @@
 import base64
+import json
 import re
 import struct
 from pathlib import Path
@@ -9,6 +10,7 @@ from matplotlib.collections import LineCollection, PolyCollection
 
 from logbook.detectors import detect
 from logbook.report import build_report, render, write_report
+from logbook.report.interactive import plotly_js
 from logbook.run import Run
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "report" / "incident_run.jsonl"
@@ -99,10 +101,17 @@ def test_html_is_self_contained_and_lists_everything(built):
     run, findings, report = built
     html = render(report, "html")
     assert html.startswith("<!DOCTYPE html>")
+    # plotly.js is embedded whole (its own strings name its web site); the rest of the
+    # page refers to nothing outside it
+    assert html.count(plotly_js()) == 1
+    html = html.replace(plotly_js(), "")
     assert not re.search(r"""(src|href)=["'](?!data:image/png;base64,)""", html)
     assert "http://" not in html and "https://" not in html
     imgs = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
-    assert [base64.b64decode(i) for i in imgs] == [f.png for f in report.figures]
+    # the overview is drawn interactively from its spec; the incident zooms are PNGs
+    assert [base64.b64decode(i) for i in imgs] == [f.png for f in report.figures[1:]]
+    spec = re.search(r'<script type="application/json" id="spec-overview">(.*?)</script>', html)
+    assert json.loads(spec.group(1)) == json.loads(json.dumps(report.figures[0].interactive))
     events = _rows(html, "events-table")
     assert len(events) == len(run.events) == 26
     assert all(re.search(r"<td>incident_run\.jsonl:\d+</td>", r) for r in events)
@@ -201,3 +210,21 @@ def test_many_incidents_are_tabled_and_the_largest_detailed():
         "Flags and replay commands for the 3 largest incidents; the table above has all 15." in md
     )
     assert md.count("### Incident ") == 3
+
+
+def test_colours_mean_the_same_in_every_figure(built):
+    """Blue is the final trajectory and grey what a restart recomputed, in the overview
+    and in a zoom on an incident of a recomputed segment alike."""
+    from matplotlib.colors import to_hex
+
+    _, _, report = built
+    overview, zoom = report.figures[0].figure, report.figures[1].figure
+    assert "segment 1 (later recomputed)" in [t.get_text() for t in zoom.legends[0].texts]
+
+    def colours(fig, gid):
+        return {to_hex(ln.get_color()) for ax in fig.axes for ln in ax.lines if ln.get_gid() == gid}
+
+    assert colours(overview, "main") == {"#1f77b4"}
+    assert colours(overview, "other") == {"#6f6f6f"}
+    assert colours(zoom, "main") == {"#3a3a3a"}  # the recomputed segment in focus: grey
+    assert colours(zoom, "other") == {"#1f77b4"}  # the trajectory around it: blue

@@ -91,10 +91,14 @@ def build_report(
 
 def _draw(report: Report, run: Run, findings: list[Finding], max_zooms: int, traj) -> None:
     from logbook.report import figures as fg
+    from logbook.report.interactive import overview_spec
 
     marks = fg.run_marks(run, findings)
-    report.figures.append(fg.overview(run, findings, marks, traj))
+    traj = run.trajectory() if traj is None else traj
+    overview = fg.overview(run, findings, marks, traj)
     interval = report.summary.interval or 1
+    overview.interactive = overview_spec(run, findings, traj, interval)
+    report.figures.append(overview)
     for number in report.featured:
         inc = report.incidents[number - 1]
         report.figures.append(fg.zoom(run, inc, number, interval, marks))

@@ -20,6 +20,8 @@ class Rendered:
     caption: str
     png: bytes
     figure: Any = field(default=None, repr=False, compare=False)  # the matplotlib Figure
+    # the interactive version for HTML (a Plotly spec from logbook.report.interactive)
+    interactive: dict | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass

@@ -46,6 +46,7 @@ PANELS = (
 ZOOM_DEFAULT = ("loss", "grad_norm", "loss_scale", "act_norm")
 WIDTH_IN, PANEL_IN, HEADER_IN, DPI = 12.0, 1.9, 0.45, 100
 MAIN_COLOR, FADED_COLOR = "#1f77b4", "#6f6f6f"
+RECOMPUTED = "#3a3a3a"  # a recomputed segment's own line, when an incident zoom is on it
 
 
 def _present(frame: pl.DataFrame, columns: list[str]) -> list[tuple[str, str, str]]:
@@ -102,10 +103,13 @@ def _pow2(v: float, _pos=None) -> str:
     return f"2^{e:.0f}" if abs(e - round(e)) < 1e-9 else f"{v:g}"
 
 
-def _line(ax, x: np.ndarray, y: np.ndarray, scale: str, main: bool) -> None:
+def _line(ax, x: np.ndarray, y: np.ndarray, scale: str, main: bool, color: str = "") -> None:
+    """``main``: the line in focus (drawn thicker); colours are blue for the trajectory
+    and grey for recomputed records in every figure, unless ``color`` says otherwise."""
     if scale != "linear":
         y = np.where(y > 0, y, np.nan)
-    color, gid = (MAIN_COLOR, "main") if main else (FADED_COLOR, "other")
+    gid = "main" if main else "other"
+    color = color or (MAIN_COLOR if main else FADED_COLOR)
     ax.plot(x, y, color=color, linewidth=1.0 if main else 0.8, gid=gid)
 
 
@@ -169,10 +173,16 @@ def _draw_lines(axes: list, lines: mk.EventLines) -> None:
             )
 
 
-def _legend(ax, lines: mk.EventLines, labels: tuple[str, str | None], extra: list) -> None:
-    handles = [Line2D([], [], color=MAIN_COLOR, label=labels[0])]
+def _legend(
+    ax,
+    lines: mk.EventLines,
+    labels: tuple[str, str | None],
+    extra: list,
+    colors: tuple[str, str] = (MAIN_COLOR, FADED_COLOR),
+) -> None:
+    handles = [Line2D([], [], color=colors[0], label=labels[0])]
     if labels[1]:
-        handles.append(Line2D([], [], color=FADED_COLOR, label=labels[1]))
+        handles.append(Line2D([], [], color=colors[1], label=labels[1]))
     for kind, steps in lines.steps.items():
         if steps.size:
             label, color, style = mk.EVENT_LINES[kind]
@@ -328,15 +338,18 @@ def zoom(
     panels = _present(main, want) or [("loss", "loss (nats)", "linear")]
     fig, axes = _axes(len(panels), f"incident {number}: {inc.label}")
     found = [*inc.findings, *inc.precursors]
+    # the same colours as the overview: on a segment a restart recomputed, its own line
+    # is grey and the records around it (the final trajectory) blue
+    own_color, other_color = (MAIN_COLOR, FADED_COLOR) if seg is None else (RECOMPUTED, MAIN_COLOR)
     marks = {**(run_marks(run, []) if marks is None else marks)}
     marks["targets"] = mk.target_steps(inc.findings)
     for ax, (col, label, scale) in zip(axes, panels, strict=True):
         if col in main.columns:
             if other.height:
                 fx, fy = lineage_series(other.with_columns(pl.col("segment").alias("lineage")), col)
-                _line(ax, fx, fy, scale, False)
+                _line(ax, fx, fy, scale, False, other_color)
             x, y = lineage_series(main.with_columns(pl.lit(0).alias("lineage")), col)
-            _line(ax, x, y, scale, True)
+            _line(ax, x, y, scale, True, own_color)
         _scale(ax, scale)
         ax.set_ylabel(label, fontsize=8)
         ax.tick_params(which="both", labelsize=7)
@@ -350,7 +363,8 @@ def zoom(
     if inc.precursors:
         extra.append(("precursor", {"color": mk.PRECURSOR_COLOR, "linewidth": 6, "alpha": 0.4}))
     own = "trajectory" if seg is None else f"segment {seg} (later recomputed)"
-    _legend(axes[0], lines, (own, "other records" if other.height else None), extra)
+    rest = "other records" if seg is None else "trajectory and other records"
+    _legend(axes[0], lines, (own, rest if other.height else None), extra, (own_color, other_color))
     names = ", ".join(f.id or f.kind for f in found)
     caption = f"steps {lo}..{hi}: {names}"
     title = f"Incident {number}: {inc.label}"

@@ -37,6 +37,8 @@ white-space:pre-wrap;word-break:break-all}
 figure{margin:12px 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:12px;color:#555}.sev-critical{color:#b00020;font-weight:600}
 .sev-warning{color:#a15c00}.sev-info{color:#555}
+div.axis{font-size:12px;margin:4px 0}div.axis button{margin-left:4px;font-size:12px}
+div.axis button[aria-pressed=true]{font-weight:600}
 """
 
 # Sorts the rows of a table.sortable by the clicked column: numbers by value (the
@@ -75,9 +77,48 @@ SCRIPT = """
 """
 
 
+# Draws each interactive figure from its JSON spec, with buttons that put it on a step,
+# wall-time or tokens axis (x values and overlay shapes precomputed for each).
+PLOTS = """
+(function () {
+  "use strict";
+  var divs = document.querySelectorAll("div.plot");
+  Array.prototype.forEach.call(divs, function (div) {
+    var spec = JSON.parse(document.getElementById(div.getAttribute("data-spec")).textContent);
+    Plotly.newPlot(div, spec.data, spec.layout, spec.config);
+    var buttons = div.parentNode.querySelectorAll("button[data-axis]");
+    Array.prototype.forEach.call(buttons, function (b) {
+      b.addEventListener("click", function () {
+        var a = spec.axes[b.getAttribute("data-axis")];
+        var data = spec.data.map(function (t, i) {
+          var c = Object.assign({}, t); c.x = a.x[i]; return c;
+        });
+        var lay = JSON.parse(JSON.stringify(spec.layout));
+        lay.shapes = a.shapes;
+        for (var i = 1; i <= spec.panels; i++) {
+          var x = lay[i === 1 ? "xaxis" : "xaxis" + i];
+          x.type = a.type;
+          if (i === spec.panels) { x.title = {text: a.title}; }
+        }
+        Plotly.react(div, data, lay, spec.config);
+        Array.prototype.forEach.call(buttons, function (o) {
+          o.setAttribute("aria-pressed", o === b ? "true" : "false");
+        });
+      });
+    });
+  });
+})();
+"""
+
+
 def to_html(doc: Document) -> str:
     """The whole document as an HTML page."""
     body = "\n".join(_block(b) for b in doc.blocks)
+    plots = ""
+    if any(isinstance(b, Image) and b.figure.interactive for b in doc.blocks):
+        from logbook.report.interactive import plotly_js
+
+        plots = f"<script>{plotly_js()}</script>\n<script>{PLOTS}</script>\n"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -85,7 +126,7 @@ def to_html(doc: Document) -> str:
         f"<title>{escape(doc.title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         f"{body}\n"
         '<p class="foot">Written by <code>logbook report</code> (schema logbook/1).</p>\n'
-        f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
+        f"<script>{SCRIPT}</script>\n{plots}</body>\n</html>\n"
     )
 
 
@@ -139,9 +180,40 @@ def _table(b: TableBlock) -> str:
 
 def _image(b: Image) -> str:
     fig = b.figure
+    if fig.interactive:
+        return _plot(fig)
     data = base64.b64encode(fig.png).decode("ascii")
     alt = escape(fig.title)
     return (
         f'<figure id="fig-{escape(fig.name)}"><img src="data:image/png;base64,{data}" '
         f'alt="{alt}"><figcaption>{escape(fig.caption)}</figcaption></figure>'
+    )
+
+
+AXIS_NAMES = {"step": "step", "time": "wall time", "tokens": "tokens"}
+
+
+def _plot(fig) -> str:
+    """An interactive figure: its div, its spec as JSON, the axis buttons."""
+    from logbook.report.interactive import to_json
+
+    name = escape(fig.name)
+    axes = list(fig.interactive["axes"])
+    buttons = ""
+    if len(axes) > 1:
+        buttons = (
+            '<div class="axis">x axis: '
+            + "".join(
+                f'<button type="button" data-axis="{a}" aria-pressed="{str(a == "step").lower()}">'
+                f"{AXIS_NAMES[a]}</button>"
+                for a in axes
+            )
+            + "</div>"
+        )
+    return (
+        f'<figure id="fig-{name}" class="interactive">{buttons}'
+        f'<div class="plot" id="plot-{name}" data-spec="spec-{name}"></div>'
+        f'<script type="application/json" id="spec-{name}">{to_json(fig.interactive)}</script>'
+        f"<figcaption>{escape(fig.interactive['caption'])} (drag to zoom, double-click to "
+        "reset; hover for values)</figcaption></figure>"
     )
