@@ -50,8 +50,13 @@ window.addEventListener("load", function () {
     var zoomed = [plot._fullLayout.xaxis.range, plot._fullLayout.xaxis3.range];
     document.querySelector("button[data-axis=time]").click();
     setTimeout(function () {
-      finish({zoomed: zoomed, time_axis: plot._fullLayout.xaxis.type,
-              time_x0: plot.data[1].x[0]});
+      var got = {zoomed: zoomed, time_axis: plot._fullLayout.xaxis.type,
+                 time_x0: plot.data[1].x[0]};
+      document.querySelector("button[data-axis=step]").click();
+      setTimeout(function () {
+        got.step_axis = plot._fullLayout.xaxis.type; got.step_x0 = plot.data[1].x[0];
+        finish(got);
+      }, 500);
     }, 500);
   });
 });
@@ -135,7 +140,8 @@ def test_dom_images_decode_and_tables_sort(chromium, report_html, tmp_path):
     assert result["traces"] >= 6
     assert [[round(v) for v in r] for r in result["zoomed"]] == [[1000, 1100]] * 2
     assert result["time_axis"] == "date"
-    assert result["time_x0"].startswith("2024-01-01 00:00")
+    assert result["time_x0"] == 1_704_067_200_000  # 2024-01-01 00:00 UTC, in ms
+    assert (result["step_axis"], result["step_x0"]) == ("linear", 1)  # and back to steps
     for w, h, complete in result["images"]:
         assert complete and w == 1200 and h > 400
     up = [int(s) for s in result["up"]]

@@ -85,13 +85,14 @@ PLOTS = """
   var divs = document.querySelectorAll("div.plot");
   Array.prototype.forEach.call(divs, function (div) {
     var spec = JSON.parse(document.getElementById(div.getAttribute("data-spec")).textContent);
+    var steps = spec.data.map(function (t) { return t.x; });
     Plotly.newPlot(div, spec.data, spec.layout, spec.config);
     var buttons = div.parentNode.querySelectorAll("button[data-axis]");
     Array.prototype.forEach.call(buttons, function (b) {
       b.addEventListener("click", function () {
         var a = spec.axes[b.getAttribute("data-axis")];
         var data = spec.data.map(function (t, i) {
-          var c = Object.assign({}, t); c.x = a.x[i]; return c;
+          var c = Object.assign({}, t); c.x = (a.x || steps)[i]; return c;
         });
         var lay = JSON.parse(JSON.stringify(spec.layout));
         lay.shapes = a.shapes;

@@ -133,20 +133,21 @@ class Axes:
         x, y = self.time if axis == "time" else self.tokens
         v = np.interp(steps, x, y)
         v[~np.isfinite(steps)] = np.nan
-        if axis == "time":
-            out = []
-            for ms in v:
-                out.append(None if not np.isfinite(ms) else _iso(ms))
-            return out
+        if axis == "time":  # milliseconds since the epoch: what a Plotly date axis takes
+            return [None if not np.isfinite(ms) else int(round(ms)) for ms in v]
         return _nums(v)
 
 
-def _iso(ms: float) -> str:
-    return np.datetime_as_string(np.datetime64(int(ms), "ms"), unit="ms").replace("T", " ")
-
-
 def _nums(v: np.ndarray) -> list:
-    return [None if not np.isfinite(x) else float(f"{x:.7g}") for x in v]
+    out = []
+    for x in v.tolist():
+        if x != x or x in (np.inf, -np.inf):
+            out.append(None)
+        elif x == int(x) and abs(x) < 2**53:
+            out.append(int(x))  # steps and token counts as integers
+        else:
+            out.append(float(f"{x:.6g}"))
+    return out
 
 
 def _gapped(s: np.ndarray, v: np.ndarray, interval: float) -> tuple[np.ndarray, np.ndarray]:
@@ -252,9 +253,9 @@ def overview_spec(
         tr["x"] = xs["step"][k]
     layout[f"xaxis{'' if n == 1 else n}"]["title"] = {"text": "step"}
     layout["shapes"] = [_shape(sh, "step", axes) for sh in shapes]
-    switch = {
+    switch = {  # the step axis's x values are the traces' own (not repeated here)
         a: {
-            "x": xs[a],
+            "x": xs[a] if a != "step" else None,
             "shapes": [_shape(sh, a, axes) for sh in shapes],
             "title": {"step": "step", "time": "wall time (UTC)", "tokens": "tokens consumed"}[a],
             "type": "date" if a == "time" else "linear",
