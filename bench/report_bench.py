@@ -7,7 +7,7 @@ Generates (once, into ``bench/data/``, with ``bench.gen_megatron``) a Megatron l
 ``--records`` training records, then runs each command end to end in a fresh
 interpreter, as a user would (reading, detecting, and for the report drawing and
 writing the HTML), and reports the best wall time of ``--repeat`` runs and the peak
-resident memory of the process (``ru_maxrss``). Targets: report time < 3x detect time,
+resident memory of the process (``ru_maxrss``). Targets: report time < 2x detect time,
 report peak memory < 2 GiB. ``--write-results`` replaces the ``## Report`` section of
 ``bench/RESULTS.md``.
 """
@@ -30,7 +30,7 @@ from logbook.atomic import atomic_open
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
 RESULTS = ROOT / "bench" / "RESULTS.md"
-TARGET_RATIO = 3.0
+TARGET_RATIO = 2.0
 TARGET_PEAK = 2 * 1024**3
 SECTION = "## Report"
 
@@ -140,7 +140,8 @@ def table(r: dict) -> str:
             f"{ok_ratio})",
             f"- report peak memory: **{r['report_peak'] / gib:.2f} GiB** (target < 2 GiB: "
             f"{ok_peak})",
-            f"- HTML written: {r['html_bytes'] / 1e6:.1f} MB",
+            f"- HTML written: {r['html_bytes'] / 1e6:.1f} MB (target < 10 MB; 4.8 MB of it is the "
+            "embedded plotly.js)",
         ]
     )
 
