@@ -97,7 +97,7 @@ def _draw(report: Report, run: Run, findings: list[Finding], max_zooms: int, tra
     traj = run.trajectory() if traj is None else traj
     overview = fg.overview(run, findings, marks, traj)
     interval = report.summary.interval or 1
-    overview.interactive = overview_spec(run, findings, traj, interval)
+    overview.interactive = overview_spec(run, findings, traj)
     report.figures.append(overview)
     for number in report.featured:
         inc = report.incidents[number - 1]

@@ -50,6 +50,20 @@ def minmax_bins(
     return s[chosen], v[chosen]
 
 
+def plot_frame(run, columns: list[str], traj: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The records to draw: the trajectory (lineage 0), then each segment's records that
+    a later restart recomputed (lineage 1 + segment), with the step, the segment and those
+    of ``columns`` the run has (``traj``: the run's trajectory, when already computed)."""
+    cols = ["step", "segment", *dict.fromkeys(c for c in columns if c in run.metrics.columns)]
+    traj = (run.trajectory() if traj is None else traj).select(cols)
+    rest = run.metrics.filter(pl.col("step").is_not_null()).select(cols)
+    gone = rest.join(traj.select("segment", "step"), on=["segment", "step"], how="anti")
+    parts = [traj.with_columns(pl.lit(0, pl.Int32).alias("lineage"))]
+    if gone.height:
+        parts.append(gone.with_columns((pl.col("segment") + 1).cast(pl.Int32).alias("lineage")))
+    return pl.concat(parts, how="vertical_relaxed")
+
+
 def lineage_series(
     frame: pl.DataFrame, column: str, bins: int = DEFAULT_BINS
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 from logbook.report import _marks as mk
 from logbook.report._lines import window_line
 from logbook.report.blocks import Rendered
-from logbook.report.downsample import lineage_series
+from logbook.report.downsample import lineage_series, plot_frame
 from logbook.report.incidents import Incident, lineage
 from logbook.run import Run
 from logbook.schema import Finding
@@ -59,19 +59,6 @@ def _present(frame: pl.DataFrame, columns: list[str]) -> list[tuple[str, str, st
         if ok.any():
             out.append((col, label, scale))
     return out
-
-
-def plot_frame(run: Run, traj: pl.DataFrame | None = None) -> pl.DataFrame:
-    """The records to draw: the trajectory (lineage 0), then each segment's records that
-    a later restart recomputed (lineage 1 + segment), with the panel columns only."""
-    cols = ["step", "segment", *[c for c, _, _ in PANELS if c in run.metrics.columns]]
-    traj = (run.trajectory() if traj is None else traj).select(cols)
-    rest = run.metrics.filter(pl.col("step").is_not_null()).select(cols)
-    gone = rest.join(traj.select("segment", "step"), on=["segment", "step"], how="anti")
-    parts = [traj.with_columns(pl.lit(0, pl.Int32).alias("lineage"))]
-    if gone.height:
-        parts.append(gone.with_columns((pl.col("segment") + 1).cast(pl.Int32).alias("lineage")))
-    return pl.concat(parts, how="vertical_relaxed")
 
 
 def _axes(n: int, title: str) -> tuple[Figure, list]:
@@ -246,7 +233,7 @@ def overview_figure(
 ) -> tuple[Figure, list[tuple[str, str, str]], pl.DataFrame]:
     """The overview as a matplotlib figure, with its panels and the records drawn:
     ``columns`` picks panels (default: every metric the run has)."""
-    frame = plot_frame(run, traj)
+    frame = plot_frame(run, [c for c, _, _ in PANELS], traj)
     wanted = frame.columns if columns is None else [c for c in columns if c in frame.columns]
     panels = _present(frame, wanted) or [("loss", "loss (nats)", "linear")]
     name = run.meta.name or "run"

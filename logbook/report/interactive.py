@@ -6,8 +6,9 @@ as fast as a short one) and drawn by the plotly.js bundled with the ``plotly`` p
 embedded once in the page: nothing is fetched when the report is opened. Panels are shown
 only for metrics present in the log: loss, validation loss, learning rate, grad norm,
 loss scale, the norms that drift, step time, throughput, MFU / TFLOPs and memory. Lines
-are downsampled like the static figures (first/min/max/last per bin: no spike is lost);
-stretches of more than ten log intervals without a record are drawn as gaps.
+are downsampled and broken at gaps as in the static figures (:mod:`logbook.report.downsample`:
+first/min/max/last per bin, so no spike is lost; more than ten log intervals without a
+record are drawn as a gap).
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from logbook.incidents import first_step, last_step
 from logbook.report import _marks as mk
-from logbook.report.downsample import minmax_bins
+from logbook.report.downsample import lineage_series, plot_frame
 from logbook.run import Run
-from logbook.schema import Finding, Validation
+from logbook.schema import CORE_COLUMNS, Finding, Validation
 
 MAX_SHAPES = 400  # event lines and finding spans drawn, at most (the largest first)
 MARK_AXIS = "y99"  # the overlay axis of the findings' and events' hover markers
-GAP_INTERVALS = 10  # a stretch this many log intervals long without a record is a gap
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def panels(run: Run) -> list[tuple[Group, list[str]]]:
         rx = re.compile(g.pattern, re.IGNORECASE)
         cols = []
         for c in m.columns:
-            if c in taken or c in ("step", "segment", "time", "source", "line"):
+            if c in taken or c in CORE_COLUMNS:
                 continue
             if not rx.fullmatch(c) or not m.schema[c].is_numeric():
                 continue
@@ -86,19 +87,24 @@ def panels(run: Run) -> list[tuple[Group, list[str]]]:
             if ok.any():
                 cols.append(c)
         taken.update(cols)
-        if cols or (g.title == "validation loss" and _validation(run)):
+        if cols or (g.title == "validation loss" and validation_points(run)):
             out.append((g, cols))
     return out
 
 
-def _validation(run: Run) -> list[tuple[int, str, float]]:
-    """(step, key, value) of the validation losses that events carry."""
-    out = []
+def validation_points(run: Run) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(label, steps, values) of each validation loss that validation records carry, in
+    step order (``loss`` is labelled ``validation loss``)."""
+    by_key: dict[str, list[tuple[int, float]]] = {}
     for e in run.events:
         if isinstance(e, Validation) and e.step is not None:
             for k, v in e.values.items():
                 if v is not None and np.isfinite(v) and VALIDATION_KEYS.fullmatch(k):
-                    out.append((e.step, k, float(v)))
+                    by_key.setdefault(k, []).append((e.step, float(v)))
+    out = []
+    for key in sorted(by_key):
+        pts = np.array(sorted(by_key[key]), dtype=np.float64)
+        out.append(("validation loss" if key == "loss" else key, pts[:, 0], pts[:, 1]))
     return out
 
 
@@ -150,20 +156,7 @@ def _nums(v: np.ndarray) -> list:
     return out
 
 
-def _gapped(s: np.ndarray, v: np.ndarray, interval: float) -> tuple[np.ndarray, np.ndarray]:
-    """A NaN point inside each stretch of more than ``GAP_INTERVALS`` intervals with no
-    record, so that the line breaks there instead of bridging the gap."""
-    if s.size < 2 or not interval > 0:
-        return s, v
-    cut = np.flatnonzero(np.diff(s) > GAP_INTERVALS * interval)
-    if not cut.size:
-        return s, v
-    return np.insert(s, cut + 1, s[cut] + interval), np.insert(v, cut + 1, np.nan)
-
-
-def overview_spec(
-    run: Run, findings: list[Finding], traj: pl.DataFrame, interval: float
-) -> dict | None:
+def overview_spec(run: Run, findings: list[Finding], traj: pl.DataFrame) -> dict | None:
     """The Plotly figure (``data``, ``layout``, ``config``) of the whole run, plus the
     x values of every axis for the axis switch; None when there is nothing to draw."""
     groups = panels(run)
@@ -184,9 +177,11 @@ def overview_spec(
     }
     data: list[dict] = []
     xs: dict[str, list] = {a: [] for a in names}
-    recomputed = run.metrics.filter(pl.col("step").is_not_null()).join(
-        traj.select("segment", "step"), on=["segment", "step"], how="anti"
-    )
+    frame = plot_frame(run, [c for _, cols in groups for c in cols], traj)
+    lines_of = {
+        True: frame.filter(pl.col("lineage") > 0),  # recomputed after a restart
+        False: frame.filter(pl.col("lineage") == 0),  # the trajectory
+    }
     panel_of: dict[str, int] = {}
     shown_faded = False
     for i, (g, cols) in enumerate(groups):
@@ -209,10 +204,10 @@ def overview_spec(
         for c in cols:
             panel_of.setdefault(c, i)
         for j, c in enumerate(cols):
-            for frame, faded in ((recomputed, True), (traj, False)):
-                if c not in frame.columns or not frame.height:
-                    continue
-                s, v = _points(frame, c, g.scale, interval)
+            for faded in (True, False):
+                s, v = lineage_series(lines_of[faded], c)
+                if g.scale != "linear":
+                    v = np.where(v > 0, v, np.nan)
                 if not s.size:
                     continue
                 label = "recomputed after a restart" if faded else c
@@ -227,17 +222,13 @@ def overview_spec(
                 for a in names:
                     xs[a].append(axes.convert(a, s))
         if g.title == "validation loss":
-            val = _validation(run)
-            for j, key in enumerate(sorted({k for _, k, _ in val})):
-                pts = sorted((s, v) for s, k, v in val if k == key)
-                s = np.array([p[0] for p in pts], dtype=np.float64)
-                label = "validation loss" if key == "loss" else key
-                tr = _trace(label, ax, np.array([p[1] for p in pts]), COLORS[(j + 2) % 7], False)
+            for j, (label, s, vals) in enumerate(validation_points(run)):
+                tr = _trace(label, ax, vals, COLORS[(j + 2) % 7], False)
                 tr["mode"] = "lines+markers"
                 data.append(tr)
                 for a in names:
                     xs[a].append(axes.convert(a, s))
-    shapes, marks = _overlays(run, findings, groups, panel_of)
+    shapes, marks = _overlays(run, findings, panel_of)
     if marks:  # hover markers ride on an invisible 0..1 axis over the first panel
         layout["yaxis" + MARK_AXIS[1:]] = {
             "overlaying": "y",
@@ -300,19 +291,9 @@ def _log_ticks(m: pl.DataFrame, cols: list[str], scale: str) -> dict:
     return {"tickvals": vals, "ticktext": [f"{x:g}" for x in vals]}
 
 
-def _points(frame: pl.DataFrame, col: str, scale: str, interval: float):
-    sub = frame.select("step", col).filter(pl.col(col).is_not_null())
-    s = sub.get_column("step").to_numpy().astype(np.float64)
-    v = sub.get_column(col).cast(pl.Float64).to_numpy()
-    if scale != "linear":
-        v = np.where(v > 0, v, np.nan)
-    s, v = minmax_bins(s, v)
-    return _gapped(s, v, interval)
-
-
 def _trace(name: str, ax: str, v: np.ndarray, color: str, faded: bool) -> dict:
     return {
-        "type": "scattergl" if v.size > 20000 else "scatter",
+        "type": "scatter",  # downsampled: a few thousand points at most
         "mode": "lines",
         "name": name,
         "xaxis": f"x{ax}",
@@ -325,28 +306,26 @@ def _trace(name: str, ax: str, v: np.ndarray, color: str, faded: bool) -> dict:
     }
 
 
-def _overlays(run: Run, findings: list[Finding], groups, panel_of: dict[str, int]):
+def _overlays(run: Run, findings: list[Finding], panel_of: dict[str, int]):
     """Finding spans (shaded on their metric's panel, or on every panel) and event lines
     (across all panels), with a hover marker for each on the first panel."""
     shapes: list[tuple] = []
     marks = []
     order = {"critical": 0, "warning": 1, "info": 2}
     fs = sorted(
-        (f for f in findings if f.start_step is not None or f.step is not None),
-        key=lambda f: (order.get(f.severity, 3), f.start_step or f.step or 0),
+        (f for f in findings if first_step(f) is not None),
+        key=lambda f: (order.get(f.severity, 3), first_step(f)),
     )
     for f in fs[: MAX_SHAPES // 2]:
-        a = f.start_step if f.start_step is not None else f.step
-        b = f.end_step if f.end_step is not None else f.step
-        if b is None:
-            b = a
+        a, b = first_step(f), last_step(f)
         panel = panel_of.get(mk.FINDING_PANEL.get(f.kind, ""))
         color = mk.SEVERITY_COLORS.get(f.severity, "#7f7f9f")
         shapes.append(("rect", a - 0.5, b + 0.5, panel, color))
-    hover: dict[str, tuple[list, list]] = {}
+    hover: dict[str, tuple[list, list, str]] = {}  # name -> steps, texts, colour
     for f in fs:
         s = f.step if f.step is not None else f.start_step
-        steps, texts = hover.setdefault(f"{f.severity} findings", ([], []))
+        color = mk.SEVERITY_COLORS.get(f.severity, "#7f7f9f")
+        steps, texts, _ = hover.setdefault(f"{f.severity} findings", ([], [], color))
         steps.append(s)
         texts.append(f"{f.kind} ({f.severity}) at {s}: {f.message}"[:240])
     lines = mk.event_lines(run)
@@ -355,14 +334,11 @@ def _overlays(run: Run, findings: list[Finding], groups, panel_of: dict[str, int
         for s in steps[: MAX_SHAPES // 2]:
             shapes.append(("line", float(s), float(s), None, color))
         if steps.size:
-            h = hover.setdefault(label, ([], []))
+            h = hover.setdefault(label, ([], [], color))
             h[0].extend(float(s) for s in steps)
             h[1].extend(f"{label} at step {int(s):,}" for s in steps)
     ymark = {"critical findings": 1.0, "warning findings": 0.97, "info findings": 0.94}
-    for name, (steps, texts) in hover.items():
-        color = mk.SEVERITY_COLORS.get(name.split()[0])
-        if color is None:
-            color = next(c for k, (lab, c, _) in mk.EVENT_LINES.items() if lab == name)
+    for name, (steps, texts, color) in hover.items():
         marks.append(
             (
                 {
