@@ -155,10 +155,7 @@ def view(findings: list[Finding], head: str = "", gap: int = 1, records: int = 1
     info = [f for f in findings if f.severity == "info" and not _in_shown(f, shown)]
     if info:
         lines.append(f"info: {_count(f.kind for f in info)}")
-    counts = {
-        s: sum(1 for f in findings if f.severity == s) for s in ("critical", "warning", "info")
-    }
-    tail = f"{len(findings)} finding(s): " + ", ".join(f"{n} {s}" for s, n in counts.items())
+    tail = _tally(findings)
     if left or info:
         tail += " (--all lists every one; --min-severity, --kind, --steps filter)"
     lines.append(tail)
@@ -203,12 +200,11 @@ def _count(kinds) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def table(findings: list[Finding], head: str = "") -> str:
-    """Every finding, one per line (``--all``), then a count by severity."""
-    lines = [head] if head else []
-    if not findings:
-        return "\n".join([*lines, "no findings"])
-    rows = [("SEVERITY", "KIND", "STEP", "START..END", "SCORE", "WHAT")]
+HEADER = ("SEVERITY", "KIND", "STEP", "START..END", "SCORE", "WHAT")
+
+
+def _rows(findings: list[Finding]) -> list[tuple[str, ...]]:
+    rows = []
     for f in findings:
         what = f.message
         if f.precedes:
@@ -216,16 +212,66 @@ def table(findings: list[Finding], head: str = "") -> str:
         span = f"{_s(f.start_step)}..{_s(f.end_step)}"
         score = "" if f.score is None else f"{f.score:.3g}"
         rows.append((f.severity, f.kind, _s(f.step), span, score, what))
+    return rows
+
+
+def _tally(findings: list[Finding]) -> str:
+    counts = {
+        s: sum(1 for f in findings if f.severity == s) for s in ("critical", "warning", "info")
+    }
+    return f"{len(findings)} finding(s): " + ", ".join(f"{n} {s}" for s, n in counts.items())
+
+
+def table(findings: list[Finding], head: str = "") -> str:
+    """Every finding, one per line (``--all``), then a count by severity.
+
+    On a terminal the table is drawn by ``rich`` to the terminal's width (the WHAT column
+    wraps; severities coloured unless ``NO_COLOR`` is set); piped, it is plain text, one
+    finding per line, for grep and awk."""
+    if findings and sys.stdout.isatty():
+        return _rich_table(findings, head)
+    lines = [head] if head else []
+    if not findings:
+        return "\n".join([*lines, "no findings"])
+    rows = [HEADER, *_rows(findings)]
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
         lines.append(
             "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
         )
-    counts = {
-        s: sum(1 for f in findings if f.severity == s) for s in ("critical", "warning", "info")
-    }
-    lines.append(f"{len(findings)} finding(s): " + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    lines.append(_tally(findings))
     return "\n".join(lines)
+
+
+def _rich_table(findings: list[Finding], head: str) -> str:
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        width=width(),
+        force_terminal=True,
+        no_color=bool(os.environ.get("NO_COLOR")),
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+    grid = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    for name in HEADER[:5]:
+        grid.add_column(name, no_wrap=True, justify="right" if name == "SCORE" else "left")
+    grid.add_column(HEADER[5], overflow="fold", ratio=1)
+    for f, row in zip(findings, _rows(findings), strict=True):
+        style = COLOURS.get(f.severity, "") + (" bold" if f.severity == "critical" else "")
+        grid.add_row(Text(row[0], style=style.strip()), *row[1:])
+    if head:
+        console.print(head)
+    console.print(grid)
+    console.print(_tally(findings))
+    return out.getvalue().rstrip("\n")
 
 
 def _s(v: int | None) -> str:

@@ -153,3 +153,46 @@ def test_colour_only_on_a_terminal_without_no_color(monkeypatch):
     assert "\x1b[" in view(crit)
     monkeypatch.setenv("NO_COLOR", "1")
     assert "\x1b[" not in view(crit)
+
+
+def test_all_table_on_a_terminal_is_drawn_to_its_width(monkeypatch):
+    import re
+
+    import logbook.cli_findings as cf
+
+    long = "loss rose 3.00x " + "and kept rising " * 12 + "END"
+    found = [
+        f("loss_spike", "critical", 10, 12, ratio=3.0).model_copy(
+            update={"message": long, "score": 3.0}
+        ),
+        f("grad_norm_spike", "warning", 20, 20, ratio=2.0),
+    ]
+    monkeypatch.setattr(cf.sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    drawn = cf.table(found, "run.log (megatron)")
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", drawn).splitlines()
+    assert plain[0] == "run.log (megatron)"
+    assert plain[1].split() == ["SEVERITY", "KIND", "STEP", "START..END", "SCORE", "WHAT"]
+    assert max(len(x) for x in plain) <= 80
+    assert plain[2].split()[:5] == ["critical", "loss_spike", "10", "10..12", "3"]
+    # the message wraps in its column, every word of it kept
+    what = plain[1].index("WHAT")
+    end = next(i for i, x in enumerate(plain) if x.startswith("warning"))
+    assert all(not x[:what].strip() for x in plain[3:end])
+    assert " ".join(x[what:] for x in plain[2:end]).split() == long.split()
+    assert plain[-1] == "2 finding(s): 1 critical, 1 warning, 0 info"
+    assert "\x1b[1;31mcritical" in drawn  # critical in bold red
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[31" not in cf.table(found) and "\x1b[33" not in cf.table(found)
+
+
+def test_all_table_piped_is_one_plain_line_per_finding(monkeypatch):
+    import logbook.cli_findings as cf
+
+    found = [f("loss_spike", "critical", 10, 12, ratio=3.0), f("stall", "warning", 20, 20)]
+    monkeypatch.setattr(cf.sys.stdout, "isatty", lambda: False, raising=False)
+    lines = cf.table(found).splitlines()
+    assert "\x1b[" not in "".join(lines)
+    assert [x.split()[:2] for x in lines[1:3]] == [["critical", "loss_spike"], ["warning", "stall"]]
+    assert len(lines) == 4
