@@ -99,6 +99,18 @@ def test_early_rise_held_for_two_records_is_a_spike():
     assert GRAD.make_config().early_ratio is None  # grad norms jump early: not for them
 
 
+def test_early_rise_that_dips_then_climbs_on_is_one_spike_from_its_first_record():
+    # 11.7 -> 15.6 (x1.33), 14.1 (x1.20), 28.4: one episode from the first rise (a
+    # Muon run's first iterations), not a spike at the third record only
+    loss = np.array([11.69, 15.56, 14.06, 28.38, 18.9, 15.1, 11.2, 10.9, 10.1] + [9.5] * 30)
+    (f,) = spikes(LOSS, run_of(loss=loss))
+    assert (f.start_step, f.evidence["peak_step"], f.end_step) == (2, 4, 7)
+    assert f.severity == "critical" and round(f.evidence["ratio"], 2) == 2.43
+    # a rise that falls back under 1.3x for two records is not held
+    loss[3] = 13.0
+    assert spikes(LOSS, run_of(loss=loss)) == []
+
+
 def test_constant_null_and_single_record():
     assert spikes(LOSS, run_of(loss=np.full(500, 2.5))) == []
     assert spikes(LOSS, run_of(loss=pl.Series([None] * 300, dtype=pl.Float64))) == []

@@ -433,7 +433,8 @@ def test_overflows_without_a_step_skip_the_steps_after_the_last_record(tmp_path)
     )
     text = "".join(over.format(r=0, a=2 ** (32 - i), b=2 ** (31 - i)) for i in range(3))
     text += rec.format(s=3, k=3, l=10.87)
-    # two ranks say each of the next two: one overflow each, steps 4 and 5
+    # two ranks say each of the next two: one overflow each; the first skips step 4, the
+    # second is printed as the engine prints step 6 (the same moment): step 6's own
     for i in range(3, 5):
         text += over.format(r=0, a=2 ** (32 - i), b=2 ** (31 - i))
         text += over.format(r=1, a=2 ** (32 - i), b=2 ** (31 - i))
@@ -445,7 +446,7 @@ def test_overflows_without_a_step_skip_the_steps_after_the_last_record(tmp_path)
         (2, 2.0**31),
         (3, 2.0**30),
         (4, 2.0**29),
-        (5, 2.0**28),
+        (6, 2.0**28),
     ]
 
 
@@ -675,3 +676,24 @@ def test_a_trainer_logs_closing_row_without_loss_or_lr_is_no_record(tmp_path):
     (run,) = _runs(tmp_path, text, "trainer_log.jsonl")
     assert _steps(run) == [10, 20]
     assert run.events_of("nonfinite") == []
+
+
+def test_an_overflow_printed_just_before_a_steps_print_is_that_steps_own(tmp_path):
+    # DeepSpeed-Chat with steps_per_print 10: the engine's own lines are the records; two
+    # overflows between steps 500 and 510, the second printed the same millisecond as
+    # step 510 (skipped 6 -> 8): steps 501 and 510
+    rec = (
+        "[2023-04-18 01:53:{t},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={s}, "
+        "skipped={k}, lr=[9.5e-06, 9.5e-06], mom=[(0.9, 0.95), (0.9, 0.95)]\n"
+    )
+    over = (
+        "[2023-04-18 01:53:20,393] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] "
+        "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {a}, reducing to {b}\n"
+    )
+    text = "".join(rec.format(t=10 + i, s=450 + 10 * i, k=6) for i in range(6))
+    text += over.format(a=131072, b=65536) + over.format(a=65536, b=32768)
+    text += rec.format(t=21, s=510, k=8) + rec.format(t=28, s=520, k=8)
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.get_column("step").to_list()[-3:] == [500, 510, 520]
+    overflows = run.events_of("overflow_skip")
+    assert [(e.step, e.new_scale) for e in overflows] == [(501, 65536.0), (510, 32768.0)]

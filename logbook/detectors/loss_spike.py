@@ -18,7 +18,8 @@ a restart (the trajectory joins the resumed records to the checkpoint's, the fir
 ``restart_grace`` records after a restart need twice the deviation, and a new level from
 the first record of a relaunch is not a spike), constant input, and short history (with
 fewer than ``min_history`` records before it, only a 2x jump counts, or a rise of
-``early_ratio`` (1.3x) that the next record holds: early in training the loss falls).
+``early_ratio`` (1.3x) that one of the next two records holds: early in training the
+loss falls).
 """
 
 from __future__ import annotations

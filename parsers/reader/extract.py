@@ -3,6 +3,8 @@ account of every line."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import polars as pl
 
@@ -110,7 +112,11 @@ def _events(
         lines.append(line)
         found.append(ev)
     found += _cut_tracebacks(free, found, lines, name)
-    _skipped_steps([e for e in found if e.kind == "overflow_skip"], rec_lines, rec_steps)
+    overflows = [e for e in found if e.kind == "overflow_skip"]
+    if overflows:
+        printed = _engine_steps(df)
+        printed.update(zip(rec_lines.tolist(), rec_steps.tolist(), strict=True))
+        _skipped_steps(overflows, rec_lines, rec_steps, printed)
     for ev in found:
         if ev.kind == "overflow_skip" and out and _same_overflow(out[-1], ev):
             continue  # every rank says it: one event
@@ -133,14 +139,35 @@ def _cut_tracebacks(
     return [*out]
 
 
+ENGINE_STEP = re.compile(r"\bstep=(\d{1,18}), skipped=\d")
+
+
+def _engine_steps(df: pl.DataFrame) -> dict[int, float]:
+    """{line: step} of DeepSpeed's engine prints (``step=N, skipped=K``) that are not
+    records (beside a script's own records)."""
+    hits = df.filter(pl.col("body").str.contains(ENGINE_STEP.pattern)).select("line", "body")
+    out: dict[int, float] = {}
+    for line, body in hits.iter_rows():
+        m = ENGINE_STEP.search(body or "")
+        if m:
+            out[int(line)] = float(m.group(1))
+    return out
+
+
 def _skipped_steps(
-    overflows: list[EventBase], rec_lines: np.ndarray, rec_steps: np.ndarray
+    overflows: list[EventBase],
+    rec_lines: np.ndarray,
+    rec_steps: np.ndarray,
+    printed: dict[int, float] | None = None,
 ) -> None:
     """The steps that overflow lines without one skipped. Each overflow skips the
     iteration after the last one printed (an engine prints it as it skips: DeepSpeed's
     ``OVERFLOW! Rank 0 Skipping step``), so those between two records skipped the steps
     after the first, one each, up to the second; before the first record, the steps up
-    to it. Lines of one loss scale (every rank says it) are one overflow."""
+    to it. Lines of one loss scale (every rank says it) are one overflow. An overflow on
+    the line just before a print of step N (a record, or the engine's ``step=N,
+    skipped=K``; ``printed``: {line: step}) is step N's own: a step is printed as it
+    ends, skipped or not."""
     groups: dict[int, list[EventBase]] = {}
     for ev in overflows:
         if ev.step is None and ev.source is not None and ev.source.line is not None:
@@ -156,8 +183,15 @@ def _skipped_steps(
             order.append(n)
             last = key
         k = n + 1
+        owns: dict[int, int] = {}  # (every rank's line of one overflow gets its step)
         for ev, n in zip(evs, order, strict=True):
-            if prev is not None:
+            own = (printed or {}).get(ev.source.line + 1) if ev.source else None
+            if own is not None and np.isfinite(own) and (prev is None or own > prev):
+                owns[n] = int(own)
+        for ev, n in zip(evs, order, strict=True):
+            if n in owns:
+                ev.step = owns[n]
+            elif prev is not None:
                 step = prev + 1 + n
                 ev.step = int(min(step, nxt) if nxt is not None and nxt > prev else step)
             elif nxt is not None:
