@@ -367,3 +367,26 @@ def test_a_value_that_does_not_read_is_left_empty_and_counted(tmp_path):
     rows = run.metrics.select("step", "loss", "grad_norm").rows()
     assert rows == [(1, 2.345678, 1.2), (2, 2.2, None), (3, None, 1.1)]
     assert "2 value(s) unreadable, left empty; first at line 2" in run.meta.caveats
+
+
+def test_pipeline_engine_lines_give_the_steps_no_record_gives():
+    # GPT-NeoX on DeepSpeed's pipeline engine: the engine prints every 2 steps, NeoX's
+    # own record every 4 (and a checkpoint save between); a shared step keeps NeoX's record
+    pipe = "steps: {s} loss: {l:.4f} iter time (s): 1.250 samples/sec: 25.600"
+    lines = []
+    for s in range(2, 13, 2):
+        lines.append(pipe.format(s=s, l=3.0 - s / 100))
+        if s % 4 == 0:
+            lines.append(rec(s, loss=f"{3.0 - s / 100 + 0.001:.6E}"))
+    lines.insert(4, "saving checkpoint at iteration       4 to checkpoints")
+    parsed = parse_text("\n".join(lines) + "\n")
+    m = parsed.metrics
+    assert m.get_column("step").to_list() == [2, 4, 6, 8, 10, 12]
+    assert m.get_column("loss").to_list() == [2.98, 2.961, 2.94, 2.921, 2.9, 2.881]
+    assert m.get_column("lr").to_list() == [None, 1e-4, None, 1e-4, None, 1e-4]
+    assert m.get_column("step_time_s").to_list()[::2] == [1.25, 1.25, 1.25]
+    assert parsed.meta["line_counts"] == {
+        "record": 6, "event": 1, "ignored": 3, "unrecognized": 0
+    }  # fmt: skip
+    assert any("3 step(s) read from DeepSpeed's pipeline" in c for c in parsed.meta["caveats"])
+    assert [(e.kind, e.step) for e in parsed.events] == [("checkpoint_save", 4)]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -30,12 +31,19 @@ from parsers.megatron.lines import (
     OTHER,
     PREFIX,
     PREFIX_RE,
+    RECORD,
     RECORD_START,
     classify,
     resolve_other,
 )
 from parsers.megatron.patterns import event_patterns
-from parsers.megatron.records import duplicates, missing_loss, read_records, record_lines
+from parsers.megatron.records import (
+    duplicates,
+    missing_loss,
+    pipe_records,
+    read_records,
+    record_lines,
+)
 from parsers.reader import Spec
 
 NAME = "megatron"
@@ -97,6 +105,17 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         pending = pool.submit(read_items, ev, rec_lines)
         recs = read_records(starts)
         items, unread = pending.result()
+    pipe = pipe_records(lines, np.flatnonzero(codes == IGNORED), recs.get_column("step"))
+    if pipe.height:
+        # (steps no record gives, read from the pipeline engine's lines: records now)
+        recs = pl.concat(
+            [recs, pipe.select(c for c in pipe.columns if c in recs.columns)],
+            how="diagonal_relaxed",
+        ).sort("line")
+        at = np.searchsorted(lines.get_column("line").to_numpy(), pipe.get_column("line"))
+        codes[at] = RECORD
+        rec_lines = recs.get_column("line").to_numpy()
+        items = [replace(it, rc=int(np.searchsorted(rec_lines, it.line))) for it in items]
     rec_steps = recs.get_column("step").fill_null(-1).to_numpy()
     got = build_events(items, rec_lines, rec_steps, name)
     launch_before = pl.Series(np.searchsorted(np.array(got.launch_lines, np.int64), rec_lines))
@@ -118,10 +137,17 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         "ignored": int((codes == IGNORED).sum()) + dup_lines + len(got.dropped),
         "unrecognized": unrecognized.len(),
     }
+    meta = _meta(kept, counts, n_dup)
+    if pipe.height:
+        meta.setdefault("caveats", []).append(
+            f"{pipe.height} step(s) read from DeepSpeed's pipeline-engine lines "
+            "('steps: N loss: X'), which no framework record gives: their loss is the "
+            "step's own, not a mean over the log interval"
+        )
     return Parsed(
         metrics=kept.drop(_DROP),
         events=events,
-        meta=_meta(kept, counts, n_dup),
+        meta=meta,
         unrecognized=unrecognized.alias("line"),
         ignored=counts["ignored"],
     )

@@ -102,8 +102,9 @@ NOISE_ANCHORED = [
     r"(?:CUDA kernel errors might be asynchronously reported|For debugging consider passing "
     r"CUDA_LAUNCH_BLOCKING|Compile with `TORCH_USE_CUDA_DSA`)",
     r"theoretical memory footprints:",
-    # DeepSpeed's pipeline engine's own line for the step Megatron-DeepSpeed's record
-    # gives (another loss: the micro-batch mean)
+    # DeepSpeed's pipeline engine's own line for a step (another loss: the step's
+    # micro-batch mean); a record only at a step no framework record gives (see
+    # ``records.pipe_records``)
     r"steps: \d+ loss: \S+ iter time \(s\):",
 ]
 

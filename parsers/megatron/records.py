@@ -152,3 +152,43 @@ def missing_loss(frame: pl.DataFrame) -> pl.Series:
     return frame.select(
         pl.col("_loss_absent") & pl.any_horizontal(pl.col(c).is_not_null() for c in later)
     ).to_series()
+
+
+# DeepSpeed's pipeline engine prints its own line for a step (GPT-NeoX, Megatron-DeepSpeed
+# with pipeline parallelism), often more often than the framework logs: steps_per_print 10
+# beside log_interval 100. Its loss is the step's micro-batch mean.
+PIPE_LINE = (
+    r"(?:^|[\s\]:])steps: (?P<step>\d{1,18}) loss: (?P<loss>\S+) iter time \(s\): "
+    r"(?P<step_time_s>\S+?)(?: samples/sec: (?P<samples_per_second>[^\s|,]+))?\s*$"
+)
+
+
+def pipe_records(lines: pl.DataFrame, candidates: np.ndarray, steps: pl.Series) -> pl.DataFrame:
+    """The pipeline engine's lines (among the rows ``candidates`` of ``lines``) of steps
+    no framework record gives, one per step, as records (an empty frame: none)."""
+    if not candidates.size:
+        return pl.DataFrame()
+    sub = lines[candidates].select("line", "text")
+    sub = sub.filter(pl.col("text").str.contains(" iter time (s): ", literal=True))
+    found = sub.with_columns(
+        sub.get_column("text").str.extract_groups(PIPE_LINE).alias("_g")
+    ).unnest("_g")
+    if "step" not in found.columns:
+        return pl.DataFrame()
+    num = ("loss", "step_time_s", "samples_per_second")
+    found = found.filter(pl.col("step").is_not_null()).select(
+        "line",
+        "text",
+        pl.col("step").cast(pl.Int64, strict=False),
+        *(pl.col(c).cast(pl.Float64, strict=False) for c in num),
+    )
+    found = found.filter(
+        pl.col("step").is_not_null() & ~pl.col("step").is_in(steps.drop_nulls().implode())
+    ).unique("step", keep="first", maintain_order=True)
+    return found.with_columns(
+        pl.lit(None, pl.Datetime("us", "UTC")).alias("time"),
+        pl.lit(1, pl.UInt32).alias("nlines"),
+        pl.lit(False).alias("_cut"),
+        pl.col("loss").is_null().alias("_loss_absent"),
+        pl.lit(0, pl.UInt32).alias("_unread"),
+    )
