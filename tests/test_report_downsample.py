@@ -54,3 +54,19 @@ def test_lineages_are_separated_by_nan():
     x, y = lineage_series(frame, "loss")
     assert x[:3].tolist() == [1, 2, 3] and np.isnan(x[3]) and x[4:].tolist() == [2, 3]
     assert y[:3].tolist() == [3.0, 2.0, 1.0] and np.isnan(y[3]) and y[4:].tolist() == [5.0, 6.0]
+
+
+def test_steps_in_order_pick_the_same_points_as_steps_shuffled():
+    """Steps already in order (a trajectory) are binned without sorting; the points are
+    those the general path picks from the same records in any order, ties included."""
+    rng = np.random.default_rng(7)
+    steps = np.unique(rng.integers(0, 200_000, 60_000)).astype(np.float64)
+    values = rng.integers(0, 5, steps.size).astype(np.float64)  # many equal values a bin
+    values[::997] = np.nan
+    shuffled = rng.permutation(steps.size)
+    for bins in (1, 7, 1200):
+        x, y = minmax_bins(steps, values, bins)
+        sx, sy = minmax_bins(steps[shuffled], values[shuffled], bins)
+        assert x.size <= 4 * bins < np.isfinite(values).sum()  # binned, not kept whole
+        np.testing.assert_array_equal(x, sx)
+        np.testing.assert_array_equal(y, sy)

@@ -48,7 +48,10 @@ def test_overview_shows_restarts_lr_cut_collapse_and_spike(built):
     _, _, report = built
     fig = report.figures[0].figure
     labels = [ax.get_ylabel() for ax in fig.axes]
-    assert labels == ["loss (nats)", "learning rate", "grad norm", "loss scale", "activation norm"]
+    assert labels == [
+        "loss (nats)", "learning rate", "grad norm", "loss scale", "activation norm",
+        "step time (s)",
+    ]  # fmt: skip
     drawn = {ax.get_ylabel(): marks(ax) for ax in fig.axes}
     for panel in drawn.values():  # event lines on every panel
         assert panel["event:restart"] == [(701.0, 701.0), (1001.0, 1001.0)]
@@ -62,8 +65,14 @@ def test_overview_shows_restarts_lr_cut_collapse_and_spike(built):
     assert (1059.5, 1090.5) in scale["finding:warning"]  # the collapse
     assert [x for x, _ in scale["overflow"]] == [1060.0, 1066.0, 1072.0, 1078.0, 1084.0, 1090.0]
     assert "other" in loss  # the records the rewind recomputed, drawn apart
-    ckpt = [x for x, _ in drawn["activation norm"]["checkpoints"]]
+    assert "other" in drawn["step time (s)"]  # on the panels beyond the core ones too
+    # checkpoint saves are ticks on the bottom axis of the figure, whichever panel that
+    # is: the fixture logs step_time_s, so the step-time panel is drawn below the
+    # activation norm (the last of figures.PANELS), and the ticks are on it, on no other
+    assert labels[-1] == "step time (s)"
+    ckpt = [x for x, _ in drawn["step time (s)"]["checkpoints"]]
     assert ckpt == [float(s) for s in range(100, 1500, 100)]
+    assert [k for k, panel in drawn.items() if "checkpoints" in panel] == ["step time (s)"]
 
 
 def test_zoom_shades_the_precursors(built):

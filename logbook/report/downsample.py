@@ -32,6 +32,8 @@ def minmax_bins(
     lo, hi = float(s.min()), float(s.max())
     width = (hi - lo) / bins if hi > lo else 1.0
     idx = np.minimum(((s - lo) / width).astype(np.int64), bins - 1)
+    if np.all(s[1:] >= s[:-1]):  # in step order already, as a trajectory is
+        return _sorted_picks(s, v, idx)
     df = pl.DataFrame({"b": idx, "s": s, "v": v, "i": np.arange(s.size)})
     df = df.sort(["b", "s", "i"])
     picks = df.group_by("b").agg(
@@ -48,6 +50,22 @@ def minmax_bins(
     order = np.lexsort((keep, s[keep]))
     chosen = keep[order]
     return s[chosen], v[chosen]
+
+
+def _sorted_picks(s: np.ndarray, v: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The picks of :func:`minmax_bins` for steps in order (``idx``: each point's bin),
+    without sorting: the first and last point of each bin, its lowest (the first of
+    equal ones) and its highest (the last of equal ones)."""
+    n = s.size
+    starts = np.flatnonzero(np.r_[True, idx[1:] != idx[:-1]])
+    ends = np.r_[starts[1:], n] - 1
+    bin_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, n]))
+    at = np.arange(n)
+    lowest, highest = np.minimum.reduceat(v, starts), np.maximum.reduceat(v, starts)
+    low = np.minimum.reduceat(np.where(v == lowest[bin_of], at, n), starts)
+    high = np.maximum.reduceat(np.where(v == highest[bin_of], at, -1), starts)
+    keep = np.unique(np.concatenate([starts, low, high, ends]))
+    return s[keep], v[keep]
 
 
 def plot_frame(run, columns: list[str], traj: pl.DataFrame | None = None) -> pl.DataFrame:

@@ -1,9 +1,11 @@
 """The report's figures (matplotlib, Agg): stacked panels sharing the step axis.
 
-The overview has one panel per metric the run has: loss (spikes and divergence shaded,
-non-finite steps marked), learning rate (manual changes), grad norm (log scale), loss
-scale (log2, overflow-skipped iterations marked), activation norm and the other norms
-that can drift. Restarts, crashes, manual LR changes and chronicle notes are vertical
+The overview has one panel per metric group the run has, in the order of the
+interactive overview (:mod:`logbook.report._groups` finds them for both): loss (spikes
+and divergence shaded, non-finite steps marked), validation loss, learning rate (manual
+changes), grad norm (log scale), loss scale (log2, overflow-skipped iterations marked),
+activation norm and the other norms that can drift, step time, throughput, MFU / TFLOPs
+and memory. Restarts, crashes, manual LR changes and chronicle notes are vertical
 lines on every panel; checkpoint saves are ticks on the bottom axis. Records that a
 restart recomputed are drawn in grey: the spike that made a team rewind is often there.
 Each incident gets a zoomed figure of its own line of training, precursors shaded.
@@ -25,6 +27,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from logbook.report import _marks as mk
+from logbook.report._groups import COLORS, GROUPS, panels, validation_color, validation_points
 from logbook.report._lines import window_line
 from logbook.report.blocks import Rendered
 from logbook.report.downsample import lineage_series, plot_frame
@@ -32,7 +35,9 @@ from logbook.report.incidents import Incident, lineage
 from logbook.run import Run
 from logbook.schema import Finding
 
-# (column, label, y scale) in drawing order; panels without data are left out
+# (column, label, y scale) in drawing order; panels without data are left out. The
+# labels are the titles of the same groups in _groups.GROUPS; the overview adds the
+# other groups of GROUPS (validation loss, step time, throughput, MFU / TFLOPs, memory)
 PANELS = (
     ("loss", "loss (nats)", "linear"),
     ("lr", "learning rate", "linear"),
@@ -47,6 +52,8 @@ ZOOM_DEFAULT = ("loss", "grad_norm", "loss_scale", "act_norm")
 WIDTH_IN, PANEL_IN, HEADER_IN, DPI = 12.0, 1.9, 0.45, 100
 MAIN_COLOR, FADED_COLOR = "#1f77b4", "#6f6f6f"
 RECOMPUTED = "#3a3a3a"  # a recomputed segment's own line, when an incident zoom is on it
+ORDER = {g.title: i for i, g in enumerate(GROUPS)}  # the overview's panels, top to bottom
+CORE = {label for _, label, _ in PANELS}
 
 
 def _present(frame: pl.DataFrame, columns: list[str]) -> list[tuple[str, str, str]]:
@@ -98,6 +105,51 @@ def _line(ax, x: np.ndarray, y: np.ndarray, scale: str, main: bool, color: str =
     gid = "main" if main else "other"
     color = color or (MAIN_COLOR if main else FADED_COLOR)
     ax.plot(x, y, color=color, linewidth=1.0 if main else 0.8, gid=gid)
+
+
+def _extra_panels(run: Run, columns: list[str] | None) -> list[tuple[str, str, list[str]]]:
+    """(title, y scale, columns) of the overview's panels beyond ``PANELS``, those the
+    run has (found as the interactive overview finds them); ``columns``: only those of
+    the named columns."""
+    out = []
+    for g, cols in panels(run):
+        if g.title in CORE:
+            continue
+        if columns is not None:
+            cols = [c for c in cols if c in columns]
+            if not cols:
+                continue
+        out.append((g.title, g.scale, cols))
+    return out
+
+
+def _draw_panel(ax, main: pl.DataFrame, rest: pl.DataFrame, cols: list[str], scale: str) -> list:
+    """The lines of ``cols`` on one panel: the trajectory ``main`` (blue, then the next
+    colours for a second and third column) over the recomputed records ``rest`` (grey);
+    returns a legend handle for each column."""
+    handles = []
+    for j, col in enumerate(c for c in cols if c in main.columns):
+        x, y = lineage_series(main, col)
+        if rest.height:
+            fx, fy = lineage_series(rest, col)
+            _line(ax, fx, fy, scale, False)
+        color = MAIN_COLOR if j == 0 else COLORS[j % len(COLORS)]
+        _line(ax, x, y, scale, True, color)
+        handles.append(Line2D([], [], color=color, label=col))
+    return handles
+
+
+FEW_POINTS = 200  # validation losses drawn with a dot each, when there are at most this many
+
+
+def _draw_validation(ax, run: Run) -> list:
+    """The losses of the validation records, as lines (a dot on each, when few)."""
+    handles = []
+    for j, (label, steps, values) in enumerate(validation_points(run)):
+        color, dot = validation_color(j), "o" if steps.size <= FEW_POINTS else ""
+        ax.plot(steps, values, color=color, marker=dot, ms=3, linewidth=1.0, gid="validation")
+        handles.append(Line2D([], [], color=color, marker=dot, ms=3, label=label))
+    return handles
 
 
 def _draw_marks(ax, col: str, findings: list[Finding], marks: dict) -> None:
@@ -230,28 +282,34 @@ def overview_figure(
     marks: dict | None = None,
     traj: pl.DataFrame | None = None,
     columns: list[str] | None = None,
-) -> tuple[Figure, list[tuple[str, str, str]], pl.DataFrame]:
-    """The overview as a matplotlib figure, with its panels and the records drawn:
-    ``columns`` picks panels (default: every metric the run has)."""
-    frame = plot_frame(run, [c for c, _, _ in PANELS], traj)
+) -> tuple[Figure, list[tuple[str, str, list[str]]], pl.DataFrame]:
+    """The overview as a matplotlib figure, with its panels (title, y scale, columns
+    drawn; top to bottom) and the records drawn: ``columns`` picks panels by metric
+    column (default: every metric group the run has, and the validation records'
+    losses)."""
+    extra = _extra_panels(run, columns)
+    drawn = [c for c, _, _ in PANELS] + [c for _, _, cols in extra for c in cols]
+    frame = plot_frame(run, drawn, traj)
     wanted = frame.columns if columns is None else [c for c in columns if c in frame.columns]
-    panels = _present(frame, wanted) or [("loss", "loss (nats)", "linear")]
+    core = [(label, scale, [col]) for col, label, scale in _present(frame, wanted)]
+    shown = sorted(core + extra, key=lambda p: ORDER[p[0]])
+    shown = shown or [("loss (nats)", "linear", ["loss"])]
     name = run.meta.name or "run"
-    fig, axes = _axes(len(panels), f"{name}: metrics by step")
+    fig, axes = _axes(len(shown), f"{name}: metrics by step")
     marks = run_marks(run, findings) if marks is None else marks
-    faded = bool((frame.get_column("lineage") > 0).any()) if frame.height else False
-    for ax, (col, label, scale) in zip(axes, panels, strict=True):
-        if col in frame.columns:
-            main = frame.filter(pl.col("lineage") == 0)
-            x, y = lineage_series(main, col)
-            if faded:
-                fx, fy = lineage_series(frame.filter(pl.col("lineage") > 0), col)
-                _line(ax, fx, fy, scale, False)
-            _line(ax, x, y, scale, True)
+    main, rest = frame.filter(pl.col("lineage") == 0), frame.filter(pl.col("lineage") > 0)
+    faded = rest.height > 0
+    for ax, (label, scale, cols) in zip(axes, shown, strict=True):
+        handles = _draw_panel(ax, main, rest, cols, scale)
+        if label == "validation loss" and columns is None:
+            handles += _draw_validation(ax, run)
+        if len(handles) > 1:  # the panel's title names a single line
+            ax.legend(handles=handles, loc="upper left", fontsize=7, frameon=False)
         _scale(ax, scale)
         ax.set_ylabel(label, fontsize=8)
         ax.tick_params(which="both", labelsize=7)
-        _draw_marks(ax, col, findings, marks)
+        for col in cols:
+            _draw_marks(ax, col, findings, marks)
     lines = marks["lines"]
     _draw_lines(axes, lines)
     saves = marks["checkpoints"]
@@ -268,14 +326,14 @@ def overview_figure(
             gid="checkpoints",
         )
     _step_axis(axes[-1])
-    extra = _extra_legend(findings)
+    legend = _extra_legend(findings)
     if ckpt.size:
         what = "checkpoint save"
         if ckpt.size < saves.size:
             what = f"checkpoint saves ({saves.size:,}; {ckpt.size} drawn, evenly)"
-        extra.append((what, {"color": "#555555", "marker": "|", "linestyle": ""}))
-    _legend(axes[0], lines, ("trajectory", "recomputed after a restart" if faded else None), extra)
-    return fig, panels, frame
+        legend.append((what, {"color": "#555555", "marker": "|", "linestyle": ""}))
+    _legend(axes[0], lines, ("trajectory", "recomputed after a restart" if faded else None), legend)
+    return fig, shown, frame
 
 
 MAX_TICKS = 150  # checkpoint ticks drawn on the bottom axis, at most (a thousand make a bar)

@@ -14,98 +14,20 @@ record are drawn as a gap).
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from logbook.incidents import first_step, last_step
 from logbook.report import _marks as mk
+from logbook.report._groups import COLORS, panels, validation_color, validation_points
 from logbook.report.downsample import lineage_series, plot_frame
 from logbook.run import Run
-from logbook.schema import CORE_COLUMNS, Finding, Validation
+from logbook.schema import Finding
 
 MAX_SHAPES = 400  # event lines and finding spans drawn, at most (the largest first)
 MARK_AXIS = "y99"  # the overlay axis of the findings' and events' hover markers
-
-
-@dataclass(frozen=True)
-class Group:
-    """One panel: its title, y scale, and which columns it draws."""
-
-    title: str
-    scale: str  # linear, log, log2
-    pattern: str  # a regular expression matched against the whole column name
-
-
-GROUPS = (
-    Group("loss (nats)", "linear", r"loss"),
-    Group("validation loss", "linear", r"(eval|val|valid|validation|test)[_/.-]?(lm_)?loss"),
-    Group("learning rate", "linear", r"lr"),
-    Group("grad norm", "log", r"grad_norm"),
-    Group("loss scale", "log2", r"loss_scale"),
-    Group("activation norm", "linear", r"act_norm"),
-    Group("param norm", "linear", r"param_norm"),
-    Group("max attn logit", "linear", r"attn_logit_max"),
-    Group("log Z", "linear", r"logz"),
-    Group("step time (s)", "linear", r"step_time_s"),
-    Group(
-        "throughput",
-        "linear",
-        r"(tokens_per_s(ec|econd)?|samples_per_s(ec|econd)?|throughput\w*|tgs|wps|ups"
-        r"|\w*_per_(sec|second)|tok(en)?s_per_gpu\w*)",
-    ),
-    Group("MFU / TFLOPs", "linear", r"(\w*mfu\w*|\w*tflops\w*)"),
-    Group(
-        "memory",
-        "linear",
-        r"(mem|memory\w*|\w*_mem|\w*_memory\w*|(cuda_)?gb_\w+|\w*_gb_(allocated|reserved|free)"
-        r"|max_mem\w*|\w*mem_(allocated|reserved)\w*)",
-    ),
-)
-VALIDATION_KEYS = re.compile(r"((eval|val|valid|validation|test)[_/.-]?)?(lm_)?loss")
-COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 FADED = "#9a9a9a"
-
-
-def panels(run: Run) -> list[tuple[Group, list[str]]]:
-    """The panels the run has data for, each with its columns (a column drawn once)."""
-    m = run.metrics
-    taken: set[str] = set()
-    out = []
-    for g in GROUPS:
-        rx = re.compile(g.pattern, re.IGNORECASE)
-        cols = []
-        for c in m.columns:
-            if c in taken or c in CORE_COLUMNS:
-                continue
-            if not rx.fullmatch(c) or not m.schema[c].is_numeric():
-                continue
-            v = m.get_column(c).cast(pl.Float64)
-            ok = v.is_finite() & (v > 0) if g.scale != "linear" else v.is_finite()
-            if ok.any():
-                cols.append(c)
-        taken.update(cols)
-        if cols or (g.title == "validation loss" and validation_points(run)):
-            out.append((g, cols))
-    return out
-
-
-def validation_points(run: Run) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(label, steps, values) of each validation loss that validation records carry, in
-    step order (``loss`` is labelled ``validation loss``)."""
-    by_key: dict[str, list[tuple[int, float]]] = {}
-    for e in run.events:
-        if isinstance(e, Validation) and e.step is not None:
-            for k, v in e.values.items():
-                if v is not None and np.isfinite(v) and VALIDATION_KEYS.fullmatch(k):
-                    by_key.setdefault(k, []).append((e.step, float(v)))
-    out = []
-    for key in sorted(by_key):
-        pts = np.array(sorted(by_key[key]), dtype=np.float64)
-        out.append(("validation loss" if key == "loss" else key, pts[:, 0], pts[:, 1]))
-    return out
 
 
 class Axes:
@@ -223,7 +145,7 @@ def overview_spec(run: Run, findings: list[Finding], traj: pl.DataFrame) -> dict
                     xs[a].append(axes.convert(a, s))
         if g.title == "validation loss":
             for j, (label, s, vals) in enumerate(validation_points(run)):
-                tr = _trace(label, ax, vals, COLORS[(j + 2) % 7], False)
+                tr = _trace(label, ax, vals, validation_color(j), False)
                 tr["mode"] = "lines+markers"
                 data.append(tr)
                 for a in names:
