@@ -56,6 +56,7 @@ _REGISTRY: dict[str, tuple[str, int, bool]] = {
     "dllogger": ("dllogger", 85, False),
     "metric-logger": ("metric_logger", 85, False),
     "olmo": ("olmo", 85, False),
+    "composer": ("composer", 88, False),
     "mlx-lm": ("mlx_lm", 85, False),
     "llama2c": ("llama2c", 85, False),
     "modded-nanogpt": ("modded_nanogpt", 85, False),

@@ -61,11 +61,17 @@ def _header(head: list[str]) -> tuple[list[str], str, list[str]] | None:
     return None
 
 
+_INDEX = ("", "unnamed: 0", "index")  # the first column pandas' ``to_csv`` writes
+
+
 def _step_column(cols: list[str]) -> str | None:
     steps = [c for c in cols if aliases.canonical(c) == aliases.STEP]
     if steps:
         return steps[0]
-    return next((c for c in cols if aliases.norm(c) == "epoch"), None)
+    epoch = next((c for c in cols if aliases.norm(c) == "epoch"), None)
+    if epoch is None and cols and cols[0].strip().lower() in _INDEX:
+        return cols[0]  # a DataFrame's index: its row numbers
+    return epoch
 
 
 def _long_form(cols: list[str]) -> tuple[str, str, str | None] | None:
@@ -81,16 +87,24 @@ def _long_form(cols: list[str]) -> tuple[str, str, str | None] | None:
 
 def sniff(head: list[str]) -> int:
     """60 for a header with a step (or epoch) column and a loss-like column (or the
-    metric and value columns of a long table), over rows of as many fields."""
+    metric and value columns of a long table), over rows of as many fields; 40 for a
+    loss-like column without a step column over rows of numbers only (row k: step k)."""
     found = _header(head)
     if found is None:
         return 0
-    cols, _, rows = found
+    cols, sep, rows = found
     lossy = any("loss" in c.lower() for c in cols) or _long_form(cols) is not None
-    if _step_column(cols) is None or not lossy:
+    if not lossy:
         return 0
     named = _run_column(cols) is not None  # (rows then start with a run's name)
     numeric = all(re.match(r"^\s*\"?[-+.\d]", r) for r in rows[:20])
+    if _step_column(cols) is None:
+        values = [v for r in rows[:20] for v in r.split(sep)]
+        plain = all(
+            re.fullmatch(r"\s*\"?[-+]?(?:[\d.]+(?:[eE][-+]?\d+)?|nan|inf)\"?\s*", v, re.IGNORECASE)
+            for v in values
+        )
+        return 40 if plain and len(rows) >= 2 and _long_form(cols) is None else 0
     if _long_form(cols) is None and not named and not numeric:
         return 0
     return SNIFF_MAX
@@ -150,9 +164,16 @@ def table_metrics(raw: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     cols = [c for c in raw.columns if c not in ("line", "_run")]
     step = _step_column(cols)
     caveats = []
-    if step is not None and aliases.canonical(step) != aliases.STEP:
-        caveats.append(f"no step column: the {step!r} column is the step (one row an epoch)")
     exprs: dict[str, pl.Expr] = {}
+    if step is None:
+        caveats.append("no step column: rows numbered 1.. as the steps (one row a step)")
+        exprs["step"] = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("step")
+    elif step.strip().lower() in _INDEX:
+        caveats.append(
+            f"no step column: the unnamed first column {step!r} (a row index) is the step"
+        )
+    elif aliases.canonical(step) != aliases.STEP:
+        caveats.append(f"no step column: the {step!r} column is the step (one row an epoch)")
     for c in cols:
         value = pl.col(c).cast(pl.String).str.strip_chars().str.strip_chars('"')
         number = to_float(value)
