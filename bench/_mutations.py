@@ -51,6 +51,7 @@ SEEDS: dict[str, tuple[str, ...]] = {
     "dllogger": ("fixtures/real/dllogger/dle_bert_squad_1107_training_iteration_global.log",),
     "metric-logger": ("fixtures/real/metric_logger/deit_76_mpirun_timestamp_rank_prefix.log",),
     "olmo": ("fixtures/text/olmo_multiline.log",),
+    "composer": ("fixtures/real/composer/llmfoundry_readme_mpt125m_first_four_batches.log",),
     "mlx-lm": ("fixtures/real/mlx_lm/mlx_examples_issue620_loss_blowup.log",),
     "llama2c": ("fixtures/real/llama2c/modded_llama2_pr9_lr_decay_evals.log",),
     "modded-nanogpt": ("fixtures/real/nanogpt/modded_2025_step_lines_without_loss_val_at_250.log",),
