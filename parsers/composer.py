@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import polars as pl
 
 from logbook.parsed import Parsed
-from logbook.schema import EventBase, Validation
+from logbook.schema import EventBase, Source, Validation
 from parsers.columns import with_core
 from parsers.reader import aliases, events
+from parsers.reader.clean import ANSI
+from parsers.reader.extract import COMMENT, _step_before
 from parsers.reader.numbers import to_float
 
 NAME = "composer"
@@ -46,7 +47,6 @@ MAPS = (
 )
 SNIFF_MAX = 88
 
-ANSI = r"\x1b\[[0-9;]*[A-Za-z]"
 LAUNCHER = r"^(?:\d{1,5}: ?|\[(?:rank|default)\d+\]:\s?)"
 HEADER = (
     r"^(?:\[epoch=(?P<epoch>\d{1,9})\])?\[(?P<unit>batch|token|sample|duration|ep)"
@@ -57,7 +57,6 @@ EVAL_HEADER = (
 )
 PAIR = r"^(?P<who>Train|Eval) (?P<key>[^\s:][^:]*?): (?P<value>\S.*?)\s*$"
 STARS = r"^\*{10,}\s*$"
-COMMENT = r"^#(?:\s|$)|^\.\.\.$|^\[\.\.\.\]$"  # a collector's notes, an elision
 # metric names -> canonical columns (normalized names: see ``aliases.norm``)
 COLUMNS = {
     "loss_train_total": "loss",
@@ -196,10 +195,7 @@ def _records(heads: pl.DataFrame, train: pl.DataFrame) -> pl.DataFrame:
         out = out.with_columns(
             pl.when(pl.col("unit") == "token").then(pl.col("n").cast(pl.Float64)).alias("tokens")
         )
-    drop = ["block", "unit", "n", "total", "epoch_field"]
-    out = out.drop([c for c in drop if c in out.columns]).rename(
-        {"epoch": "epoch_field"} if "epoch" in out.columns else {}
-    )
+    out = out.drop("block", "unit", "n", "total").rename({"epoch": "epoch_field"})
     keep = [
         c for c in out.columns if c in ("line", "step") or out.get_column(c).is_not_null().any()
     ]
@@ -212,10 +208,8 @@ def _evaluations(
     """One validation event per eval block with values, at the last training step."""
     if pairs.height == 0:
         return []
-    from logbook.schema import Source
-
     rec_lines = records.get_column("line").to_numpy()
-    rec_steps = records.get_column("step").to_numpy() if records.height else np.array([])
+    rec_steps = records.get_column("step").cast(pl.Float64).to_numpy()
     label = heads.select(
         "block",
         pl.col("s").str.extract(EVAL_HEADER, 3).alias("label"),
@@ -225,34 +219,14 @@ def _evaluations(
     for _, part in pairs.join(label, on="block", how="left").group_by(
         ["block"], maintain_order=True
     ):
-        values = {}
-        for key, v in part.select("key", "v").iter_rows():
-            if v is not None:
-                values[
-                    aliases.column_of(key.split("/")[-1])
-                    if key.startswith("metrics/")
-                    else aliases.column_of(key)
-                ] = v
-        loss = next(
-            (
-                v
-                for k, v in values.items()
-                if k in ("languagecrossentropy", "loss", "cross_entropy")
-            ),
-            None,
-        )
+        values = {_eval_key(k): v for k, v in part.select("key", "v").iter_rows() if v is not None}
+        loss = next((v for k, v in values.items() if k in EVAL_LOSS), None)
         if loss is not None:
             values["loss"] = loss
         hline = part.get_column("hline")[0]
-        i = int(np.searchsorted(rec_lines, hline)) - 1
-        step = (
-            int(rec_steps[i])
-            if i >= 0 and rec_steps[i] is not None and not np.isnan(float(rec_steps[i]))
-            else None
-        )
         out.append(
             Validation(
-                step=step,
+                step=_step_before(hline, rec_lines, rec_steps),
                 split=part.get_column("label")[0] or "eval",
                 values=values,
                 source=Source(file=name, line=int(hline)),
@@ -260,3 +234,12 @@ def _evaluations(
             )
         )
     return out
+
+
+EVAL_LOSS = ("languagecrossentropy", "loss", "cross_entropy")
+
+
+def _eval_key(key: str) -> str:
+    """``metrics/eval/LanguageCrossEntropy`` -> ``languagecrossentropy``; others in
+    snake_case."""
+    return aliases.column_of(key.split("/")[-1] if key.startswith("metrics/") else key)
