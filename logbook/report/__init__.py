@@ -95,9 +95,10 @@ def _draw(report: Report, run: Run, findings: list[Finding], max_zooms: int, tra
 
     marks = fg.run_marks(run, findings)
     traj = run.trajectory() if traj is None else traj
-    overview = fg.overview(run, findings, marks, traj)
+    lines = fg.shared_lines(run, traj)  # (downsampled once for both overviews)
+    overview = fg.overview(run, findings, marks, traj, lines)
     interval = report.summary.interval or 1
-    overview.interactive = overview_spec(run, findings, traj)
+    overview.interactive = overview_spec(run, findings, traj, lines)
     report.figures.append(overview)
     for number in report.featured:
         inc = report.incidents[number - 1]

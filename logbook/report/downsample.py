@@ -82,6 +82,24 @@ def plot_frame(run, columns: list[str], traj: pl.DataFrame | None = None) -> pl.
     return pl.concat(parts, how="vertical_relaxed")
 
 
+class OverviewLines:
+    """The downsampled lines of a plot frame (:func:`plot_frame`), each computed once:
+    the static and the interactive overview draw the same ones."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+        self.main = frame.filter(pl.col("lineage") == 0)  # the trajectory
+        self.rest = frame.filter(pl.col("lineage") > 0)  # recomputed after a restart
+        self._done: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
+
+    def get(self, column: str, recomputed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Steps and values of ``column`` on the trajectory (or the recomputed records)."""
+        key = (column, recomputed)
+        if key not in self._done:
+            self._done[key] = lineage_series(self.rest if recomputed else self.main, column)
+        return self._done[key]
+
+
 def lineage_series(
     frame: pl.DataFrame, column: str, bins: int = DEFAULT_BINS
 ) -> tuple[np.ndarray, np.ndarray]:

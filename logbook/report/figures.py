@@ -30,7 +30,7 @@ from logbook.report import _marks as mk
 from logbook.report._groups import COLORS, GROUPS, panels, validation_color, validation_points
 from logbook.report._lines import window_line
 from logbook.report.blocks import Rendered
-from logbook.report.downsample import lineage_series, plot_frame
+from logbook.report.downsample import OverviewLines, lineage_series, plot_frame
 from logbook.report.incidents import Incident, lineage
 from logbook.run import Run
 from logbook.schema import Finding
@@ -123,15 +123,15 @@ def _extra_panels(run: Run, columns: list[str] | None) -> list[tuple[str, str, l
     return out
 
 
-def _draw_panel(ax, main: pl.DataFrame, rest: pl.DataFrame, cols: list[str], scale: str) -> list:
-    """The lines of ``cols`` on one panel: the trajectory ``main`` (blue, then the next
-    colours for a second and third column) over the recomputed records ``rest`` (grey);
-    returns a legend handle for each column."""
+def _draw_panel(ax, lines: OverviewLines, cols: list[str], scale: str) -> list:
+    """The lines of ``cols`` on one panel: the trajectory (blue, then the next colours
+    for a second and third column) over the recomputed records (grey); returns a legend
+    handle for each column."""
     handles = []
-    for j, col in enumerate(c for c in cols if c in main.columns):
-        x, y = lineage_series(main, col)
-        if rest.height:
-            fx, fy = lineage_series(rest, col)
+    for j, col in enumerate(c for c in cols if c in lines.frame.columns):
+        x, y = lines.get(col)
+        if lines.rest.height:
+            fx, fy = lines.get(col, recomputed=True)
             _line(ax, fx, fy, scale, False)
         color = MAIN_COLOR if j == 0 else COLORS[j % len(COLORS)]
         _line(ax, x, y, scale, True, color)
@@ -265,15 +265,23 @@ def overview(
     findings: list[Finding],
     marks: dict | None = None,
     traj: pl.DataFrame | None = None,
+    lines: OverviewLines | None = None,
 ) -> Rendered:
     """The stacked overview figure of the whole run (``marks``: from :func:`run_marks`;
-    ``traj``: the run's trajectory, when already computed)."""
-    fig, panels, frame = overview_figure(run, findings, marks, traj)
+    ``traj``: the run's trajectory, when already computed; ``lines``: the downsampled
+    lines, when shared with the interactive overview)."""
+    fig, panels, frame = overview_figure(run, findings, marks, traj, lines=lines)
     caption = (
         f"{len(panels)} panels over steps {_span(frame)}; shaded: findings by severity; "
         "grey: records recomputed after a restart"
     )
     return Rendered("overview", "Overview", caption, _png(fig), fig)
+
+
+def shared_lines(run: Run, traj: pl.DataFrame | None = None) -> OverviewLines:
+    """The lines both overviews draw (this one's panels and the interactive one's)."""
+    cols = [c for c, _, _ in PANELS] + [c for _, group in panels(run) for c in group]
+    return OverviewLines(plot_frame(run, cols, traj))
 
 
 def overview_figure(
@@ -282,6 +290,7 @@ def overview_figure(
     marks: dict | None = None,
     traj: pl.DataFrame | None = None,
     columns: list[str] | None = None,
+    lines: OverviewLines | None = None,
 ) -> tuple[Figure, list[tuple[str, str, list[str]]], pl.DataFrame]:
     """The overview as a matplotlib figure, with its panels (title, y scale, columns
     drawn; top to bottom) and the records drawn: ``columns`` picks panels by metric
@@ -289,7 +298,9 @@ def overview_figure(
     losses)."""
     extra = _extra_panels(run, columns)
     drawn = [c for c, _, _ in PANELS] + [c for _, _, cols in extra for c in cols]
-    frame = plot_frame(run, drawn, traj)
+    if lines is None:
+        lines = OverviewLines(plot_frame(run, drawn, traj))
+    frame = lines.frame
     wanted = frame.columns if columns is None else [c for c in columns if c in frame.columns]
     core = [(label, scale, [col]) for col, label, scale in _present(frame, wanted)]
     shown = sorted(core + extra, key=lambda p: ORDER[p[0]])
@@ -297,10 +308,9 @@ def overview_figure(
     name = run.meta.name or "run"
     fig, axes = _axes(len(shown), f"{name}: metrics by step")
     marks = run_marks(run, findings) if marks is None else marks
-    main, rest = frame.filter(pl.col("lineage") == 0), frame.filter(pl.col("lineage") > 0)
-    faded = rest.height > 0
+    faded = lines.rest.height > 0
     for ax, (label, scale, cols) in zip(axes, shown, strict=True):
-        handles = _draw_panel(ax, main, rest, cols, scale)
+        handles = _draw_panel(ax, lines, cols, scale)
         if label == "validation loss" and columns is None:
             handles += _draw_validation(ax, run)
         if len(handles) > 1:  # the panel's title names a single line

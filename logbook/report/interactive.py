@@ -21,7 +21,7 @@ import polars as pl
 from logbook.incidents import first_step, last_step
 from logbook.report import _marks as mk
 from logbook.report._groups import COLORS, panels, validation_color, validation_points
-from logbook.report.downsample import lineage_series, plot_frame
+from logbook.report.downsample import OverviewLines, plot_frame
 from logbook.run import Run
 from logbook.schema import Finding
 
@@ -78,7 +78,9 @@ def _nums(v: np.ndarray) -> list:
     return out
 
 
-def overview_spec(run: Run, findings: list[Finding], traj: pl.DataFrame) -> dict | None:
+def overview_spec(
+    run: Run, findings: list[Finding], traj: pl.DataFrame, lines: OverviewLines | None = None
+) -> dict | None:
     """The Plotly figure (``data``, ``layout``, ``config``) of the whole run, plus the
     x values of every axis for the axis switch; None when there is nothing to draw."""
     groups = panels(run)
@@ -99,11 +101,8 @@ def overview_spec(run: Run, findings: list[Finding], traj: pl.DataFrame) -> dict
     }
     data: list[dict] = []
     xs: dict[str, list] = {a: [] for a in names}
-    frame = plot_frame(run, [c for _, cols in groups for c in cols], traj)
-    lines_of = {
-        True: frame.filter(pl.col("lineage") > 0),  # recomputed after a restart
-        False: frame.filter(pl.col("lineage") == 0),  # the trajectory
-    }
+    if lines is None:
+        lines = OverviewLines(plot_frame(run, [c for _, cols in groups for c in cols], traj))
     panel_of: dict[str, int] = {}
     shown_faded = False
     for i, (g, cols) in enumerate(groups):
@@ -127,7 +126,7 @@ def overview_spec(run: Run, findings: list[Finding], traj: pl.DataFrame) -> dict
             panel_of.setdefault(c, i)
         for j, c in enumerate(cols):
             for faded in (True, False):
-                s, v = lineage_series(lines_of[faded], c)
+                s, v = lines.get(c, recomputed=faded)
                 if g.scale != "linear":
                     v = np.where(v > 0, v, np.nan)
                 if not s.size:
