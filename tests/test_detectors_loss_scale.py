@@ -92,6 +92,18 @@ def test_bf16_constant_single_null():
     assert found(Run(metrics=null)) == []
 
 
+def test_scale_one_throughout_is_bf16_not_a_collapse():
+    # Megatron prints `loss scale: 1.0` on every record of a bf16 run
+    assert found(run_of(np.ones(300), first_step=480)) == []
+    # at 1.0 from the first record, but iterations are being skipped: a collapse
+    skipped = np.zeros(300, dtype=int)
+    skipped[10:40] = 1
+    got = found(run_of(np.ones(300), skipped, first_step=480))
+    assert [(k, s, start) for k, s, _, start, _, _ in got] == [
+        ("loss_scale_collapse", "critical", 490)
+    ]
+
+
 def test_resumed_run_is_not_in_startup_and_restart_is_segment_aware():
     # a run resumed at step 5001: no start-up exemption, and the collapse is measured
     # against the scale in force

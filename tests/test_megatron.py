@@ -390,3 +390,19 @@ def test_pipeline_engine_lines_give_the_steps_no_record_gives():
     }  # fmt: skip
     assert any("3 step(s) read from DeepSpeed's pipeline" in c for c in parsed.meta["caveats"])
     assert [(e.kind, e.step) for e in parsed.events] == [("checkpoint_save", 4)]
+
+
+def test_a_scale_fall_without_a_skipped_counter_is_an_overflow_of_that_interval():
+    # an old release prints no skipped counter: the scale fell 1024 -> 128 within the
+    # interval to step 30, so at least 3 of its iterations overflowed; a rise is no overflow
+    old = [
+        rec(s, scale=sc).replace(" number of skipped iterations:   0 |", "")
+        for s, sc in ((10, "1024.0"), (20, "1024.0"), (30, "128.0"), (40, "256.0"))
+    ]
+    # a counter that is printed is trusted; a line cut before it is not a counter
+    cut = rec(60, scale="32.0").split("number of skipped")[0] + "number of skipp"
+    parsed = parse_text("\n".join([*old, rec(50, scale="64.0"), cut, ""]))
+    got = [(e["step"], e["count"], e["attempted_scale"], e["new_scale"]) for e in
+           events(parsed, "overflow_skip")]  # fmt: skip
+    assert got == [(30, 3, 1024.0, 128.0), (60, 1, 64.0, 32.0)]
+    assert parsed.metrics.get_column("skipped").to_list() == [None, None, None, None, 0, None]

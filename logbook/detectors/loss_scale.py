@@ -12,7 +12,8 @@ minimum scale is reached, warning otherwise.
 Smaller falls of at least ``precursor_halvings`` (2) are kept as ``loss_scale_drop``
 (info) only when they precede a loss spike or a divergence.
 
-Stays quiet on: bf16 runs (no scale), a static scale, single halvings, and the start-up
+Stays quiet on: bf16 runs (no scale, or a scale printed as 1.0 throughout with nothing
+skipped), a static scale, single halvings, and the start-up
 calibration of a run trained from scratch (its first ``startup_steps`` steps, where the
 scaler walks down from 2^32).
 """
@@ -95,7 +96,7 @@ def _prepared(ctx: Context, cfg: Config) -> pl.DataFrame:
     rate = pl.col("skips") / cfg.window_steps
     collapse = (
         (pl.col("drop") >= cfg.min_halvings)
-        | (pl.col("loss_scale") <= cfg.min_scale)
+        | ((pl.col("loss_scale") <= cfg.min_scale) & ((pl.col("drop") > 0) | (pl.col("skips") > 0)))
         | ((rate >= cfg.max_skip_rate) & (pl.col("skips") >= cfg.min_skips))
     )
     # a fall lasts while the scale stays below the window's maximum; between two kept

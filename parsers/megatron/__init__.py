@@ -44,6 +44,7 @@ from parsers.megatron.records import (
     read_records,
     record_lines,
 )
+from parsers.megatron.scale import scale_fall_events
 from parsers.reader import Spec
 
 NAME = "megatron"
@@ -123,6 +124,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     n_dup = int(dup.sum())
     kept = recs.filter(~dup) if n_dup else recs
     events = got.events + _missing_loss_events(kept, name)
+    events += scale_fall_events(kept, events, name)
 
     unrecognized = pl.concat(
         [
