@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from parsers.columns import python_time
 from parsers.metaseq import events as ev
 from parsers.metaseq.parts import in_parts
 
@@ -83,7 +84,8 @@ def read_times(text: pl.Series) -> pl.Series:
     times, other_rows = got.get_column("time"), got.get_column("other")
     if other_rows.any():
         times = times.scatter(other_rows.arg_true(), timestamps(text.filter(other_rows)))
-    return times
+    # (the fast path's stamps as well: a damaged year is no time)
+    return times.to_frame("time").select(python_time()).to_series()
 
 
 def classify(text: pl.Series) -> np.ndarray:
