@@ -156,6 +156,12 @@ def verify(
 
     result = do_verify(root, from_step, until, parse_spec(change) if change else None)
     a, b = result.steps
+    if result.environment:
+        typer.echo(
+            "note: replayed with other settings than the recording ("
+            + "; ".join(result.environment)
+            + "): other kernels may round differently, so bits may differ"
+        )
     if result.first is None:
         typer.echo(
             f"identical: steps {a}..{b} ({result.rows} steps, {len(result.metrics)} metrics) "

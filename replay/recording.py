@@ -8,7 +8,7 @@ state) is always written, then one every ``checkpoint_every`` steps and one at t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +17,7 @@ import polars as pl
 from logbook.atomic import atomic_open
 from logbook.errors import InputError, UsageError
 from logbook.run import Run
+from replay import environment
 from replay._runlog import WALL_CLOCK
 from replay.checkpoint import CheckpointDir, trainer_from
 from replay.config import ReplayConfig
@@ -41,11 +42,25 @@ def record(
         raise UsageError("--checkpoint-every must be >= 0")
     root = Path(out)
     name = name or root.name
+    trainer = Trainer(cfg, Plan(), name=name)  # (sets the threads the settings record)
     with atomic_open(root / SETTINGS_FILE, "w") as fh:
-        settings = {"checkpoint_every": checkpoint_every, "name": name, "config": cfg.to_dict()}
+        settings = {
+            "checkpoint_every": checkpoint_every,
+            "name": name,
+            "config": cfg.to_dict(),
+            "environment": environment.current(cfg.train.device),
+        }
         fh.write(json.dumps(settings) + "\n")
-    trainer = Trainer(cfg, Plan(), name=name)
     return _train(trainer, root, checkpoint_every)
+
+
+def recorded_environment(root: str | Path) -> dict | None:
+    """The settings a recording was made with (None: not kept, or no settings file)."""
+    try:
+        env = json.loads((Path(root) / SETTINGS_FILE).read_text()).get("environment")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return env if isinstance(env, dict) else None
 
 
 def resume(out: str | Path) -> tuple[Run, int]:
@@ -126,6 +141,8 @@ class VerifyResult:
     steps: tuple[int, int]  # compared range, inclusive
     metrics: list[str]
     rows: int
+    # settings that differ from the recording's (``field: recorded -> here``)
+    environment: list[str] = field(default_factory=list)
 
 
 def read_recording(root: str | Path) -> Run:
@@ -155,8 +172,11 @@ def verify(
         if change.qk_norm:
             raise UsageError("qk_norm changes the architecture: it cannot apply from a checkpoint")
     trainer = trainer_from(state, plan)
+    here = environment.current(trainer.cfg.train.device)
     trainer.run(last)
-    return compare(recorded, trainer.to_run(), from_step, last)
+    result = compare(recorded, trainer.to_run(), from_step, last)
+    result.environment = environment.differences(recorded_environment(root), here)
+    return result
 
 
 def compare(recorded: Run, replayed: Run, from_step: int, last: int) -> VerifyResult:

@@ -275,3 +275,36 @@ def _same_state(x, y) -> bool:
     if isinstance(x, torch.Tensor):
         return isinstance(y, torch.Tensor) and x.dtype == y.dtype and torch.equal(x, y)
     return x == y
+
+
+def test_recording_keeps_the_settings_that_decide_its_bits(recorded, tmp_path):
+    env = json.loads((recorded / "recording.json").read_text())["environment"]
+    assert env == {
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": 1,  # the config's, set before the settings are written
+        "device": "cpu",
+        "machine": env["machine"],
+    }
+    assert env["machine"] and isinstance(env["machine"], str)
+    # the same recording replayed where the CPU dispatches to other kernels: still
+    # compared, and told which setting differs
+    copy = tmp_path / "rec"
+    shutil.copytree(recorded, copy)
+    settings = json.loads((copy / "recording.json").read_text())
+    settings["environment"]["cpu_capability"] = "AVX512_TEST"
+    (copy / "recording.json").write_text(json.dumps(settings))
+    res = invoke("verify", str(copy), "--from", "10")
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    here = torch.backends.cpu.get_cpu_capability()
+    assert lines[0] == (
+        f"note: replayed with other settings than the recording (cpu_capability: AVX512_TEST "
+        f"-> {here}): other kernels may round differently, so bits may differ"
+    )
+    assert lines[1].startswith("identical: steps 11..20")
+    # a recording made before the settings were kept says nothing
+    del settings["environment"]
+    (copy / "recording.json").write_text(json.dumps(settings))
+    res = invoke("verify", str(copy), "--from", "10")
+    assert res.output.startswith("identical: steps 11..20"), res.output
