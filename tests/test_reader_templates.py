@@ -373,6 +373,16 @@ def test_time_units_scale_to_seconds():
         assert scaled(t)["step_time_s"] == (unit, scale)
 
 
+def test_a_count_suffix_on_a_time_scales_the_unit_its_key_names():
+    # nanotron's human_format: ``elapsed_time_per_iteration_ms: 28.2K`` is 28,200 ms
+    t = tmpl("iteration: 3 / 10 | lm_loss: 2.5 | elapsed_time_per_iteration_ms: 28.2K")
+    assert scaled(t)["step_time_s"] == ("K", 1.0)
+    t = tmpl("iteration: 3 / 10 | lm_loss: 2.5 | elapsed_time_per_iteration_ms: 1.5M")
+    assert scaled(t)["step_time_s"] == ("M", 1000.0)
+    t = tmpl("step 3 | loss 2.5 | step_time: 2K")  # (no unit in the key: seconds)
+    assert scaled(t)["step_time_s"] == ("K", 1000.0)
+
+
 def test_percent_on_an_aliased_key_keeps_the_alias():
     t = tmpl("step 1 | loss 2.5 | lr 1e-4 | mfu 40%")
     assert scaled(t)["mfu_pct"] == ("%", 1.0)

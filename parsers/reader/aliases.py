@@ -122,6 +122,7 @@ ALIASES: dict[str, str] = {
     "train_step_timing_in_s": "step_time_s",
     "elapsed_time_per_iteration_ms": "step_time_s",
     "elapsed_time_per_iteration_s": "step_time_s",
+    "time_per_iteration_ms": "step_time_s",  # nanotron since 2025
     "step_time_s": "step_time_s",
 }
 # columns whose values are times: a unit printed with them (ms, s) scales to seconds

@@ -3,7 +3,9 @@
 Colour codes, quote marks of a paste (``> ``), typographic quotes, launcher and rank
 tags (``[rank0]:``, ``[default3]:``, ``0:``, ``host: ``), logger headers
 (``2024-05-01 12:00:00,123 - root - INFO - ``, ``[04/01 12:00:00 d2.utils.events]:``,
-``I0501 12:00:00.123 file.py:12]``, ``module.name:157 >> ``, ``(main.py 216): ``).
+``I0501 12:00:00.123 file.py:12]``, ``module.name:157 >> ``, ``(main.py 216): ``) and
+logger tags of ``|``-separated fields (nanotron's ``[INFO|DP=0|PP=0|TP=0|host]:``,
+transformers' ``[INFO|trainer.py:1815]``).
 Progress-bar redraws are split apart before (:func:`redraws`). The first time stamp of
 a line is kept in ``stamp`` for the ``time`` column.
 """
@@ -22,9 +24,12 @@ RANK = (
     r"|\[[A-Za-z_][\w-]*\|\d+\]:"  # TorchX: ``[trainer0|0]:``
     r"|[\w.-]+:\s+\[default\d+\]:|\d{1,5}:(?:\s|$)|^\d{1,7}\]\s)\s*)+"
 )
-# date-time stamps in the common spellings; the year may be missing (detectron2)
+# date-time stamps in the common spellings: ISO order, the ``%m/%d/%Y %H:%M:%S`` of
+# Python loggers set up the Hugging Face way (nanotron, accelerate), and without a year
+# (detectron2, nanotron since 2025)
 STAMP = (
     r"(?:\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\d{2}/\d{2}/\d{4}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
     r"|\d{2}/\d{2} \d{2}:\d{2}:\d{2})"
 )
 # a logger's source location before its message (LLaMA-Factory's ``[INFO|<time>]
@@ -32,6 +37,12 @@ STAMP = (
 LOGGER_AT = r"(?:^|\s)[A-Za-z_][\w.]*:\d+\s*>>\s"
 # a Python logger's ``(%(filename)s %(lineno)d):`` (Swin Transformer and its forks)
 SOURCE_AT = r"\([\w.-]+\.py[ :]\d+\):?\s"
+# a logger's tag of ``|``-separated fields: a level or a ``KEY=value`` first, then
+# ranks, a host, a source location or a stamp (nanotron's ``[INFO|DP=0|PP=0|TP=0|host]:``,
+# ``[WARNING|DP=1|PP=0|TP=0]:``; transformers' ``[INFO|trainer.py:1815]``; LLaMA-Factory's
+# ``[INFO|2024-12-08 01:11:13]``): what it holds are no metrics
+_LEVEL = r"(?i:debug|info|warning|warn|error|critical|fatal|trace|notice)"
+LOGGER_TAG = rf"(?:^|\s)\[(?:{_LEVEL}|[A-Za-z]\w*=[\w.-]*)(?:\|[^\[\]|]{{1,80}})+\]:?(?:\s|$)"
 _TYPO = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "}
 
 
@@ -55,8 +66,11 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
         frame = frame.with_columns(s.str.replace(LOGGER_AT, " "))
     if text.str.contains(".py", literal=True).any():
         frame = frame.with_columns(s.str.replace(SOURCE_AT, " "))
-    stamp = s.str.extract(f"({STAMP})", 1)
-    return frame.select(s.str.strip_chars(), stamp.alias("stamp"))
+    # (the stamp first: a tag may hold it)
+    frame = frame.with_columns(s.str.extract(f"({STAMP})", 1).alias("stamp"))
+    if text.str.contains("|", literal=True).any():
+        frame = frame.with_columns(s.str.replace(LOGGER_TAG, " "))
+    return frame.select(s.str.strip_chars(), "stamp")
 
 
 _FORMATS = (
@@ -64,15 +78,22 @@ _FORMATS = (
     "%Y-%m-%dT%H:%M:%S",
     "%Y/%m/%d %H:%M:%S",
 )
+_MONTH_FIRST = ("%m/%d/%Y %H:%M:%S", "%m/%d/%YT%H:%M:%S")
+_DAY_FIRST = ("%d/%m/%Y %H:%M:%S", "%d/%m/%YT%H:%M:%S")
 
 
 def stamp_times(stamps: pl.Series) -> pl.Series:
     """Stamps -> UTC datetimes (null where a stamp does not read, or lacks a year); a
-    stamp's own UTC offset is applied, a stamp without one is read as UTC."""
+    stamp's own UTC offset is applied, a stamp without one is read as UTC. A
+    ``DD/DD/YYYY`` date is month first (``%m/%d/%Y``, as Python loggers are commonly
+    set up), unless one of the stamps has a first number above 12: then all are day
+    first."""
     base = stamps.str.replace(r"[.,]\d+.*$", "").str.replace(r"(Z|[+-]\d{2}:?\d{2})$", "")
     out = pl.Series("time", [None] * len(stamps), dtype=pl.Datetime("us", "UTC"))
     frac = stamps.str.extract(r"[.,](\d+)", 1)
-    for fmt in _FORMATS:
+    lead = base.str.extract(r"^(\d{2})/\d{2}/\d{4}", 1).cast(pl.Int32, strict=False)
+    day_first = bool((lead > 12).any())
+    for fmt in _FORMATS + (_DAY_FIRST if day_first else _MONTH_FIRST):
         t = base.str.strptime(pl.Datetime("us"), fmt, strict=False)
         out = out.fill_null(t.dt.replace_time_zone("UTC"))
     micros = frac.str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64, strict=False).fill_null(0)

@@ -43,6 +43,11 @@ def unit_scale(unit: str, is_time: bool) -> float:
     return _COUNT_UNITS.get(unit, 1.0)
 
 
+def count_scale(unit: str) -> float | None:
+    """The factor of a count suffix (``K``: 1000), or None for any other unit."""
+    return _COUNT_UNITS.get(unit)
+
+
 def to_float(col: pl.Expr, commas: bool = True) -> pl.Expr:
     """Number tokens (strings) -> Float64: thousands commas dropped (``commas``: the
     tokens may hold some), nan/inf read."""

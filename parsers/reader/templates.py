@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from parsers.reader import aliases
-from parsers.reader.numbers import NUMBER_RE, unit_of, unit_scale
+from parsers.reader.numbers import NUMBER_RE, count_scale, unit_of, unit_scale
 
 _IN_KEY = re.compile(r"^\)\s*[:=]")  # a number closing a key's parentheses
 _TOKENS = re.compile(r"<(?:time|dur)>")
@@ -161,6 +161,9 @@ def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) 
             col = f"{col}_pct"
     f.column = col
     f.scale = unit_scale(unit or aliases.key_unit(key), is_time)
+    count = count_scale(unit)
+    if is_time and count is not None:  # ``time_per_iteration_ms: 28.2K``: thousands of ms
+        f.scale = count * unit_scale(aliases.key_unit(key) or "s", True)
 
 
 def template(
