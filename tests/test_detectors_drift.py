@@ -111,3 +111,36 @@ def test_throughput_per_sample_with_batch_ramp():
     t = 1.0 * wobble(3000, 10, 0.01)
     batch = np.where(np.arange(3000) < 1500, 256, 512)
     assert found(THROUGHPUT, run_of(step_time_s=t * batch / 256, batch_size=batch)) == []
+
+
+def staged_start(n: int = 400) -> tuple[np.ndarray, np.ndarray]:
+    """A run from scratch: the loss falls fast for 80 steps, then slowly; the attention
+    logits grow 40x from init meanwhile, in two stages with a pause at steps 35-50."""
+    s = np.arange(1, n + 1, dtype=float)
+    loss = (2.5 + 3.0 * np.exp(-s / 25.0)) * wobble(n, 3, 0.04)
+    logit = 0.15 * np.exp(np.log(5.0) * np.clip(s / 35, 0, 1))
+    logit *= np.exp(np.log(8.0) * np.clip((s - 50) / 40, 0, 1))
+    return loss, logit * wobble(n, 4)
+
+
+ATTN = DETECTORS["attn_logit_drift"]
+
+
+def test_the_initial_growth_of_a_run_from_scratch_is_no_drift():
+    loss, logit = staged_start()
+    assert found(ATTN, run_of(loss=loss, attn_logit_max=logit)) == []
+    # the same curves resumed later on (first step 5001) are a rise from its baseline
+    late = Run(
+        metrics=pl.DataFrame({"step": np.arange(5001, 5401), "loss": loss, "attn_logit_max": logit})
+    )
+    assert [k for k, *_ in found(ATTN, late)] == ["attn_logit_drift"]
+
+
+def test_a_jump_after_the_loss_settled_is_a_drift_from_the_plateau():
+    loss, logit = staged_start()
+    s = np.arange(1, 401)
+    logit *= np.exp(np.log(4.0) * np.clip((s - 250) / 10, 0, 1))  # 4x over steps 250..260
+    (f,) = ATTN(build_context(run_of(loss=loss, attn_logit_max=logit)))
+    assert (f.severity, f.start_step, f.step, f.end_step) == ("warning", 253, 257, 400)
+    assert 5.5 < f.evidence["baseline"] < 6.5  # the plateau (0.15 x 40), not the init
+    assert 3.6 < f.evidence["ratio"] < 4.4

@@ -1,8 +1,10 @@
 """The high-LR instability of small transformers reproduces on the default model.
 
-Without QK-norm the max attention logit grows by more than 10x before the loss spikes
-and ``logbook detect`` reports that growth as the spike's precursor; with QK-norm the
-logits stay bounded. (bench/RESULTS.md holds the full experiment and counterfactuals.)
+Without QK-norm the max attention logit, level at ~50 once the loss has settled, jumps
+more than 3x just before the loss spikes and ``logbook detect`` reports that jump as the
+spike's precursor (not the growth from the initialisation scale that every run from
+scratch shows); with QK-norm the logits stay bounded. (bench/RESULTS.md holds the full
+experiment and counterfactuals.)
 """
 
 import polars as pl
@@ -40,11 +42,13 @@ def test_attention_logit_growth_precedes_the_loss_spike(plain):
     drifts = [f for f in findings if f.kind == "attn_logit_drift" and f.precedes == spike.id]
     assert drifts, "attention-logit growth is not linked as the spike's precursor"
     drift = drifts[0]
-    assert drift.lead_steps >= 10 and drift.evidence["ratio"] >= 10
+    assert drift.lead_steps >= 5 and drift.evidence["ratio"] >= 3
+    # measured from the plateau the logits reached as the loss settled, not from init
+    assert drift.start_step >= 40 and drift.evidence["baseline"] > 30
     assert "attn_logit_drift" in [f.kind for f in findings if f.id in spike.evidence["precursors"]]
     m = plain.metrics
     before = m.filter(pl.col("step") < spike.start_step)
-    assert before.get_column("attn_logit_max").max() > 10 * drift.evidence["baseline"]
+    assert before.get_column("attn_logit_max").max() > 3 * drift.evidence["baseline"]
     # The loss itself was fine before: below its early level, no spike found earlier.
     assert before.get_column("loss").tail(20).max() < m.get_column("loss").head(5).min()
 

@@ -32,6 +32,7 @@ from logbook.detectors._arrays import (
     run_position,
     runs,
     smooth_level,
+    spans,
 )
 from logbook.detectors._base import DetectorConfig, capped_exp, finding
 from logbook.schema import Finding
@@ -59,8 +60,19 @@ class TrendConfig(DetectorConfig):
     min_noise: float = Field(0.005, gt=0, description="Floor of the noise deviation (log units).")
 
 
-def trend_episodes(rows: Rows, cfg: TrendConfig, noise: np.ndarray | None = None) -> pl.DataFrame:
+def trend_episodes(
+    rows: Rows,
+    cfg: TrendConfig,
+    noise: np.ndarray | None = None,
+    scratch_step: int = -1,
+    loss_settled: int | None = None,
+) -> pl.DataFrame:
     """Episodes of a sustained rise of ``rows.y`` (log values).
+
+    ``scratch_step``: a lineage whose first row is at this step or before starts from
+    scratch, and its records up to the end of their initial growth (see
+    :func:`settled`; ``loss_settled``: the step its loss stopped falling fast) neither
+    fire nor count in a baseline.
 
     One row per episode: lineage, segment, start, alarm, end, peak_step, ratio,
     baseline (exp), peak level (exp)."""
@@ -70,7 +82,13 @@ def trend_episodes(rows: Rows, cfg: TrendConfig, noise: np.ndarray | None = None
     a |= {"segment": rows.segment, "report": rows.report}
     k = cfg.short_records
     a["level"] = smooth_level(a["y"], a["lineage"], k)
-    a["base"] = lagged_mean(a["y"], a["lineage"], cfg.baseline_records, k, cfg.min_history)
+    start = settled(
+        a["level"], a["lineage"], a["step"], scratch_step, k, cfg.min_ratio, loss_settled
+    )
+    # (records of the initial growth as lineages of their own: no baseline spans both)
+    parts = np.where(start, a["lineage"], -1 - a["lineage"])
+    a["base"] = lagged_mean(a["y"], parts, cfg.baseline_records, k, cfg.min_history)
+    a["base"][~start] = np.nan
     if noise is None:
         noise = block_noise(a["y"], a["lineage"], NOISE_BLOCK)
     a["sig"] = np.fmax(noise, cfg.min_noise) * (MEDIAN_EFFICIENCY / math.sqrt(k))
@@ -87,6 +105,63 @@ def trend_episodes(rows: Rows, cfg: TrendConfig, noise: np.ndarray | None = None
     fired = alarms[j] <= last
     fired &= alarms[j] >= first
     return _episodes(a, first[fired], last[fired], alarms[j][fired], lr / 4)
+
+
+def settled(
+    level: np.ndarray,
+    lineage: np.ndarray,
+    step: np.ndarray,
+    scratch_step: int,
+    k: int,
+    min_ratio: float,
+    loss_settled: int | None = None,
+) -> np.ndarray:
+    """True from the record where a run trained from scratch has ended its initial
+    growth (a norm or logit rising from its initialisation scale while the model first
+    learns): the first, from step ``loss_settled`` on (when the loss stopped falling
+    fast, see :func:`loss_settled_step`), at which the level rose less than half of
+    ``min_ratio`` over the last ``2 k`` records. Only that record's past decides it
+    (what an on-line monitor would know then). All True for a lineage that starts later
+    than ``scratch_step`` (a resumed run, or a metric first logged later on)."""
+    out = np.ones(level.size, dtype=bool)
+    half = math.log(min_ratio) / 2
+    for lo, hi in spans(lineage):
+        if step[lo] > scratch_step:
+            continue
+        lv = level[lo:hi]
+        rise = np.full(lv.size, np.nan)
+        if lv.size > 2 * k:
+            rise[2 * k :] = lv[2 * k :] - lv[: -2 * k]
+        with np.errstate(invalid="ignore"):
+            calm = rise < half
+        if loss_settled is not None:
+            calm &= step[lo:hi] >= loss_settled
+        at = np.flatnonzero(calm)
+        out[lo : lo + (int(at[0]) if at.size else lv.size)] = False
+    return out
+
+
+FAST_FALL = 0.05  # log-loss fall over LOSS_SPAN records that is still first learning
+LOSS_SPAN, LOSS_MEAN = 20, 10
+
+
+def loss_settled_step(loss: Rows, scratch_step: int) -> int | None:
+    """The first step at which a run trained from scratch no longer learns fast: the
+    mean of the last ``LOSS_MEAN`` log losses is less than ``FAST_FALL`` below that of
+    ``LOSS_SPAN`` records before. None: the run is not from scratch, or no loss."""
+    if loss.size == 0 or loss.step[0] > scratch_step:
+        return None
+    lo, hi = spans(loss.lineage)[0]
+    y = loss.y[lo:hi]
+    if y.size < LOSS_SPAN + LOSS_MEAN:
+        return None
+    c = np.cumsum(np.concatenate(([0.0], y)))
+    mean = (c[LOSS_MEAN:] - c[:-LOSS_MEAN]) / LOSS_MEAN  # mean[j]: rows j .. j + 9
+    fall = mean[:-LOSS_SPAN] - mean[LOSS_SPAN:]
+    at = np.flatnonzero(fall < FAST_FALL)
+    if not at.size:
+        return int(loss.step[hi - 1]) + 1  # still learning fast at its end
+    return int(loss.step[lo + int(at[0]) + LOSS_SPAN + LOSS_MEAN - 1])
 
 
 def _episodes(

@@ -14,9 +14,17 @@ Registered for: ``act_norm`` (``activation_norm_drift``), ``param_norm``
 (``param_norm_drift``), ``attn_logit_max`` (``attn_logit_drift``), ``logz``
 (``logz_drift``, its absolute value) and ``grad_norm`` (``grad_norm_drift``).
 
-Stays quiet on: slow growth (a doubling spread over many more than ``baseline_records``
-records), noise, falls, constant input, absent or all-null columns, fewer than
-``min_history`` records of history.
+In a run trained from scratch (its first record at step 10 or one log interval at most)
+the initial growth is left out: norms and logits rise from their initialisation scale,
+in stages, while the model first learns (the attention logits of a small GPT grow 50x
+in its first 80 steps, with a pause on the way). Records count, for the baseline and
+for firing, from the first one at which both the loss has stopped falling fast (its
+mean over 10 records less than 5% below that of 20 records before) and the level rose
+less than half of ``min_ratio`` over the last ``2 * short_records`` records.
+
+Stays quiet on: the initial growth of a run from scratch, slow growth (a doubling spread
+over many more than ``baseline_records`` records), noise, falls, constant input, absent
+or all-null columns, fewer than ``min_history`` records of history.
 """
 
 from __future__ import annotations
@@ -26,7 +34,12 @@ from pydantic import Field
 from logbook.detectors._arrays import NOISE_BLOCK
 from logbook.detectors._base import Detector, fmt
 from logbook.detectors._frame import Context
-from logbook.detectors._trend import TrendConfig, episode_finding, trend_episodes
+from logbook.detectors._trend import (
+    TrendConfig,
+    episode_finding,
+    loss_settled_step,
+    trend_episodes,
+)
 from logbook.schema import Finding
 
 
@@ -43,7 +56,10 @@ def _detect(kind: str):
         if not ctx.has(cfg.column):
             return []
         rows = ctx.rows(cfg.column, cfg.magnitude)
-        eps = trend_episodes(rows, cfg, ctx.noise(cfg.column, cfg.magnitude, NOISE_BLOCK))
+        noise = ctx.noise(cfg.column, cfg.magnitude, NOISE_BLOCK)
+        scratch = max(10, ctx.interval)
+        calm = loss_settled_step(ctx.rows("loss"), scratch) if ctx.has("loss") else None
+        eps = trend_episodes(rows, cfg, noise, scratch, calm)
         return [_finding(r, cfg, kind) for r in eps.iter_rows(named=True)]
 
     return detect
