@@ -57,3 +57,18 @@ def test_qk_norm_keeps_the_logits_bounded(plain):
     qk = unstable_run(qk_norm=True).metrics.get_column("attn_logit_max")
     assert qk.max() < 20
     assert plain.metrics.get_column("attn_logit_max").max() > 10 * qk.max()
+
+
+def test_the_stable_default_recording_has_no_warning_and_no_drift():
+    # seed 1: its attention logits grow 50x from init in two stages (a pause at steps
+    # 37-48) while the loss first falls: learning, not a precursor
+    cfg = ReplayConfig()
+    cfg.train.seed = 1
+    trainer = Trainer(cfg)
+    trainer.run(cfg.train.steps)
+    run = trainer.to_run()
+    logits = run.metrics.get_column("attn_logit_max")
+    assert logits.tail(10).mean() > 30 * logits.head(5).mean()
+    findings = detect(run)
+    assert [(f.kind, f.severity) for f in findings if f.severity != "info"] == []
+    assert [f.kind for f in findings if f.kind.endswith("_drift")] == []
