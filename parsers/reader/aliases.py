@@ -32,6 +32,8 @@ ALIASES: dict[str, str] = {
     "training_iteration": STEP,
     "iter_train": STEP,
     "completed_step": STEP,  # MaxText
+    # MaxText's step at a profiler's start or stop, its time left out
+    "completed_profiler_activation_deactivation_step": STEP,
     "current_step": STEP,
     "cur_step": STEP,
     "curr_step": STEP,
@@ -56,6 +58,12 @@ ALIASES: dict[str, str] = {
     "total_loss": "loss",
     "crossentropyloss": "loss",
     "train_crossentropyloss": "loss",
+    "cross_entropy_loss": "loss",  # ``cross-entropy-loss``, ``Cross Entropy Loss``
+    "cross_entropy": "loss",
+    "crossentropy": "loss",
+    "cross_entropy_train": "loss",
+    "ce": "loss",  # ``ce: 2.31``, ``train/ce``
+    "xent_loss": "loss",
     "ce_loss": "loss",
     "xent": "loss",  # OpenNMT-py (cross-entropy per token)
     "trl": "loss",  # llm.c's main.log: ``trl`` train loss (``tel`` is its eval loss)
@@ -124,6 +132,9 @@ ALIASES: dict[str, str] = {
     "elapsed_time_per_iteration_s": "step_time_s",
     "time_per_iteration_ms": "step_time_s",  # nanotron since 2025
     "step_time_s": "step_time_s",
+    "seconds": "step_time_s",  # MaxText: ``completed step: 9, seconds: 5.667, ...``
+    "step_time_seconds": "step_time_s",  # MaxText's ``perf/step_time_seconds``
+    "perf_step_time_seconds": "step_time_s",
 }
 # columns whose values are times: a unit printed with them (ms, s) scales to seconds
 TIME_COLUMNS = {"step_time_s"}

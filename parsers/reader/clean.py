@@ -3,7 +3,7 @@
 Colour codes, quote marks of a paste (``> ``), typographic quotes, launcher and rank
 tags (``[rank0]:``, ``[default3]:``, ``0:``, ``host: ``), logger headers
 (``2024-05-01 12:00:00,123 - root - INFO - ``, ``[04/01 12:00:00 d2.utils.events]:``,
-``I0501 12:00:00.123 file.py:12]``, ``module.name:157 >> ``, ``(main.py 216): ``) and
+``I0501 12:00:00.123456 1234 file.py:12]``, ``module.name:157 >> ``, ``(main.py 216): ``) and
 logger tags of ``|``-separated fields (nanotron's ``[INFO|DP=0|PP=0|TP=0|host]:``,
 transformers' ``[INFO|trainer.py:1815]``).
 Progress-bar redraws are split apart before (:func:`redraws`). The first time stamp of
@@ -35,6 +35,9 @@ STAMP = (
 # a logger's source location before its message (LLaMA-Factory's ``[INFO|<time>]
 # llamafactory.train.callbacks:157 >> {...}``): not a key and its value
 LOGGER_AT = r"(?:^|\s)[A-Za-z_][\w.]*:\d+\s*>>\s"
+# the header of glog and absl logging (JAX trainers: MaxText, t5x, big_vision):
+# ``I1203 10:15:40.123456 140245 max_logging.py:35] `` (a stamp without a year: no time)
+GLOG = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\d+\s+[\w.-]+:\d+\]\s?"
 # a Python logger's ``(%(filename)s %(lineno)d):`` (Swin Transformer and its forks)
 SOURCE_AT = r"\([\w.-]+\.py[ :]\d+\):?\s"
 # a logger's tag of ``|``-separated fields: a level or a ``KEY=value`` first, then
@@ -62,6 +65,8 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
         frame = frame.with_columns(s.str.replace(QUOTE, ""))
     if frame.get_column("s").str.contains(RANK).any():
         frame = frame.with_columns(s.str.replace(RANK, ""))
+    if text.str.contains(r"[IWEF]\d{4} ").any():
+        frame = frame.with_columns(s.str.replace(GLOG, ""))
     if text.str.contains(">>", literal=True).any():
         frame = frame.with_columns(s.str.replace(LOGGER_AT, " "))
     if text.str.contains(".py", literal=True).any():

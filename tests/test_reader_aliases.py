@@ -1,0 +1,78 @@
+"""Keys of real trainers that reach the canonical columns through the alias table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import parsers
+from parsers.reader.aliases import canonical
+
+MAXTEXT = (
+    "I1203 10:15:40.123456 140245 max_logging.py:35] completed step: 0, seconds: 44.923, "
+    "TFLOP/s/device: 17.022, Tokens/s/device: 1094.129, total_weights: 196608, loss: 12.038, "
+    "lm_loss: 12.038, perplexity: 169056.234\n"
+    "I1203 10:15:41.123456 140245 max_logging.py:35] completed profiler activation/deactivation "
+    "step: 1, total_weights: 196608, loss: 12.010, lm_loss: 12.010, perplexity: 164321.000\n"
+    "I1203 10:15:47.123456 140245 max_logging.py:35] completed step: 2, seconds: 5.658, "
+    "TFLOP/s/device: 135.158, Tokens/s/device: 8687.815, total_weights: 196608, loss: 11.689, "
+    "lm_loss: 11.689, perplexity: 119000.000\n"
+)
+
+
+def _run(tmp_path: Path, text: str):
+    p = tmp_path / "train.log"
+    p.write_text(text)
+    (run,) = parsers.read_logs(p)
+    return run
+
+
+def test_maxtext_seconds_are_the_step_time(tmp_path):
+    run = _run(tmp_path, MAXTEXT)
+    m = run.metrics
+    # (the absl header ``... max_logging.py:35]`` is no column)
+    assert set(m.columns) == {
+        "step", "segment", "time", "source", "line", "loss", "step_time_s", "lm_loss",
+        "perplexity", "tflop_s_device", "tokens_s_device", "total_weights",
+    }  # fmt: skip
+    assert m.select("line", "step", "loss", "step_time_s").rows() == [
+        (1, 0, 12.038, 44.923),
+        (2, 1, 12.01, None),  # a profiler's boundary step prints no time
+        (3, 2, 11.689, 5.658),
+    ]
+    assert m.get_column("tflop_s_device").to_list() == [17.022, None, 135.158]
+    (stats,) = run.meta.parse
+    assert (stats.lines, stats.record_lines, stats.ignored, stats.unrecognized) == (3, 3, 0, 0)
+
+
+def test_the_maxtext_excerpts_read_seconds_as_step_time():
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "maxtext"
+    (run,) = parsers.read_logs(root / "understand_logs_deepseek2_16b_synthetic_ten_steps.log")
+    assert run.metrics.get_column("step").to_list() == list(range(10))
+    assert run.metrics.get_column("step_time_s").to_list()[:3] == [44.923, 0.319, 5.658]
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "cross-entropy-loss",
+        "cross_entropy_loss",
+        "Cross Entropy Loss",
+        "cross-entropy",
+        "train/cross-entropy-loss",
+        "CrossEntropyLoss",
+        "ce",
+        "xent-loss",
+    ],
+)
+def test_cross_entropy_spellings_are_the_loss(key):
+    assert canonical(key) == "loss"
+
+
+def test_a_hyphenated_cross_entropy_key_reads_as_the_loss(tmp_path):
+    text = "".join(
+        f"step {i} | cross-entropy-loss: {3 - i / 10:.2f} | learning-rate: 1e-4\n" for i in (1, 2)
+    )
+    run = _run(tmp_path, text)
+    assert run.metrics.select("step", "loss", "lr").rows() == [(1, 2.9, 1e-4), (2, 2.8, 1e-4)]
