@@ -188,18 +188,30 @@ def counterfactual(
     until: Annotated[int, typer.Option("--until", help="Last step of every variant.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for runs, table, figure.")],
     variant: VariantOpt = None,
-    seeds: SeedsOpt = 3,
+    seeds: SeedsOpt = 5,
     jobs: JobsOpt = None,
+    vary: Annotated[
+        str,
+        typer.Option(
+            help="What seeds vary: data (order after the checkpoint), init (trained from "
+            "step 0 on the recorded batches), both."
+        ),
+    ] = "data",
 ) -> None:
     """From the checkpoint at --from, run each variant x seeds until --until; write
-    OUT/table.md, OUT/results.json, OUT/comparison.png and OUT/runs/."""
+    OUT/table.md (per variant: spike rate with its 95% interval, steps to spike, final
+    loss mean +- sd, effect against the baseline), OUT/results.json, OUT/summary.json,
+    OUT/comparison.png and OUT/runs/."""
     _require_torch()
     from replay.experiment import counterfactual as run_cf
 
     variants = _variants(variant, DEFAULT_VARIANTS)
-    _, text = run_cf(root, out, variants, from_step, until, seeds, _workers(jobs))
+    _, text = run_cf(root, out, variants, from_step, until, seeds, _workers(jobs), vary)
     typer.echo(text.rstrip())
-    typer.echo(f"wrote {out / 'table.md'}, {out / 'results.json'}, {out / 'comparison.png'}")
+    typer.echo(
+        f"wrote {out / 'table.md'}, {out / 'results.json'}, {out / 'summary.json'}, "
+        f"{out / 'comparison.png'}"
+    )
 
 
 def segment(

@@ -1,10 +1,12 @@
 """Counterfactuals: from a recorded checkpoint, run each variant with several seeds.
 
-Seeds: the first seed is the recording's own; from a checkpoint, another seed ``s``
-changes the data order of the steps after the checkpoint (``data_seed:s``), so seed 1 of
-the baseline replays the recording exactly and the others ask "same state, other
-batches?". A variant with ``qk_norm`` changes the architecture, so it trains from step 0
-with model init and data order both from the seed.
+Seeds: the first seed is the recording's own, so the baseline with it replays the
+recording exactly. What another seed ``s`` changes is ``vary``: ``data`` (default) the
+data order of the steps after the checkpoint (``data_seed:s``: "same state, other
+batches?"); ``init`` the model's initialisation (trained from step 0 on the recording's
+batches, the variant's changes from the checkpoint's step on: "another run like it?");
+``both`` init and data order. A variant with ``qk_norm`` changes the architecture, so it
+trains from step 0 (with ``data``: init and data order both from the seed).
 
 Every job writes a complete run (for checkpoint variants: the recording up to the
 checkpoint, then the replay) to ``OUT/runs/VARIANT-seedS.jsonl``, which ``logbook
@@ -44,6 +46,10 @@ class Job:
     seed: int
     from_step: int
     until: int
+    vary: str = "data"
+
+
+VARY = ("data", "init", "both")
 
 
 @dataclass(kw_only=True)
@@ -60,6 +66,8 @@ class Outcome:
     max_attn_logit: float | None
     steps_lost: int
     run_file: str
+    from_step: int = 0  # the window starts after it (time to spike counts from it)
+    vary: str = "data"  # what the seeds vary: data (order after the checkpoint), init, both
 
 
 def run_job(job: Job) -> Outcome:
@@ -69,10 +77,15 @@ def run_job(job: Job) -> Outcome:
     state = CheckpointDir(root).load(job.from_step)
     plan = Plan.from_list(job.plan)
     name = f"{job.variant}-seed{job.seed}"
-    if plan.qk_norm:
+    if plan.qk_norm or job.vary != "data":
+        # from step 0: an architecture change, or seeds that vary the initialisation
         cfg = ReplayConfig.from_dict(state["config"])
+        first = cfg.train.seed
         cfg.train.seed = job.seed
-        trainer = Trainer(cfg, plan.resolved(job.from_step + 1), name=name)
+        items = Plan.from_list(state["plan"]).items + plan.resolved(job.from_step + 1).items
+        if job.vary == "init" and job.seed != first:  # the recording's batches throughout
+            items.append(Intervention(kind="data_seed", value=first, start=1))
+        trainer = Trainer(cfg, Plan(items), name=name)
         trainer.run(job.until)
         run = trainer.to_run()
     else:
@@ -85,7 +98,9 @@ def run_job(job: Job) -> Outcome:
     path = Path(job.out) / "runs" / f"{name}.jsonl"
     run.write(path)
     rel = str(path.relative_to(job.out))
-    return summarize(run, job.variant, job.seed, job.from_step, job.until, rel)
+    out = summarize(run, job.variant, job.seed, job.from_step, job.until, rel)
+    out.vary = job.vary
+    return out
 
 
 def with_prefix(recording: Run, replayed: Run, from_step: int) -> Run:
@@ -131,6 +146,7 @@ def summarize(
         max_attn_logit=_max(window.get_column("attn_logit_max")),
         steps_lost=lost,
         run_file=run_file,
+        from_step=after,
     )
 
 
@@ -151,14 +167,20 @@ def plan_jobs(
     from_step: int,
     until: int,
     seeds: int,
+    vary: str = "data",
 ) -> list[Job]:
-    """The jobs of a counterfactual, checked against the recording."""
+    """The jobs of a counterfactual, checked against the recording. ``vary``: what the
+    seeds after the first change: ``data`` (the batches after the checkpoint: same
+    state, other data), ``init`` (the initialisation: trained from step 0 on the
+    recording's batches, the variant applied after ``from_step``) or ``both``."""
     names = [n for n, _ in variants]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise UsageError(f"variant names must be unique: {', '.join(dupes)}")
     if seeds < 1:
         raise UsageError("--seeds must be >= 1")
+    if vary not in VARY:
+        raise UsageError(f"--vary {vary!r}: expected one of {', '.join(VARY)}")
     if until <= from_step:
         raise UsageError(f"--until {until} must be after --from {from_step}")
     state = CheckpointDir(root).load(from_step)  # fails early when there is none
@@ -172,6 +194,7 @@ def plan_jobs(
             seed=first + i,
             from_step=from_step,
             until=until,
+            vary=vary,
         )
         for name, plan in variants
         for i in range(seeds)
@@ -238,8 +261,10 @@ def _shared_pool(fn, jobs: list, order: list[int], spawned: int) -> list:
 
 
 def _steps(job: Job) -> int:
-    """Steps a job trains: from step 0 for an architecture change, else from the checkpoint."""
-    return job.until - (0 if Plan.from_list(job.plan).qk_norm else job.from_step)
+    """Steps a job trains: from step 0 for an architecture change or another init, else
+    from the checkpoint."""
+    scratch = Plan.from_list(job.plan).qk_norm or job.vary != "data"
+    return job.until - (0 if scratch else job.from_step)
 
 
 def run_jobs(jobs: list[Job], workers: int = 1) -> list[Outcome]:
@@ -252,16 +277,18 @@ def counterfactual(
     variants: list[tuple[str, Plan]],
     from_step: int,
     until: int,
-    seeds: int = 3,
+    seeds: int = 5,
     workers: int = 1,
+    vary: str = "data",
 ) -> tuple[list[Outcome], str]:
     """Run the variants x seeds, write the runs, ``table.md``, ``results.json`` and
     ``comparison.png`` under ``out``; return the outcomes and the markdown table."""
     from replay.report import figure, write_tables
 
-    jobs = plan_jobs(root, out, variants, from_step, until, seeds)
+    jobs = plan_jobs(root, out, variants, from_step, until, seeds, vary)
     outcomes = run_jobs(jobs, workers)
-    title = f"counterfactual from step {from_step} to {until}, {seeds} seed(s)"
+    varied = {"data": "data order", "init": "initialisation", "both": "init and data"}[vary]
+    title = f"counterfactual from step {from_step} to {until}, {seeds} seed(s) varying {varied}"
     text = write_tables(outcomes, Path(out), f"# {Path(root).name}: {title}")
     figure(outcomes, Path(out), from_step, until, title)
     return outcomes, text

@@ -10,6 +10,7 @@ import polars as pl
 from logbook.atomic import atomic_open, atomic_path
 from logbook.run import Run
 from replay.experiment import Outcome, outcome_dicts
+from replay.stats import Spread, mean_difference, rate_difference, spread, wilson
 
 
 def _num(v: float | None, digits: int = 3) -> str:
@@ -36,27 +37,92 @@ def per_run_table(outcomes: list[Outcome]) -> str:
 
 
 def summary_table(outcomes: list[Outcome]) -> str:
-    """One row per variant: means over seeds, spike count, worst attention logit."""
+    """One row per variant over its seeds: spike rate with its 95% interval, steps from
+    the window's start to the spike, final loss mean +- sd, max loss, worst attention
+    logit, steps lost; then the effect of each variant against the baseline."""
     head = (
-        "| variant | runs | final loss (mean) | max loss (mean) | spikes | max attn logit "
-        "| steps lost |\n|---|---|---|---|---|---|---|"
+        "| variant | runs | spikes (95% CI) | steps to spike | final loss (mean ± sd) "
+        "| max loss (mean) | max attn logit | steps lost (mean) |\n"
+        "|---|---|---|---|---|---|---|---|"
     )
     rows = [head]
-    for variant in dict.fromkeys(o.variant for o in outcomes):
-        group = [o for o in outcomes if o.variant == variant]
+    groups = _groups(outcomes)
+    for variant, group in groups.items():
         spikes = sum(o.spike for o in group)
+        lo, hi = wilson(spikes, len(group))
         attn = [o.max_attn_logit for o in group if o.max_attn_logit is not None]
+        to_spike = spread([o.spike_step - o.from_step for o in group if o.spike_step])
         rows.append(
-            f"| {variant} | {len(group)} | {_num(_avg([o.final_loss for o in group]))} "
-            f"| {_num(_avg([o.max_loss for o in group]))} | {spikes}/{len(group)} "
-            f"| {_num(max(attn) if attn else None, 1)} | {max(o.steps_lost for o in group)} |"
+            f"| {variant} | {len(group)} | {spikes}/{len(group)} ({lo:.2f}-{hi:.2f}) "
+            f"| {_pm(to_spike, 0)} | {_pm(spread([o.final_loss for o in group]))} "
+            f"| {_num(spread([o.max_loss for o in group]).mean)} "
+            f"| {_num(max(attn) if attn else None, 1)} "
+            f"| {_num(spread([float(o.steps_lost) for o in group]).mean, 1)} |"
         )
+    effects = effect_table(groups)
+    return "\n".join(rows) + ("\n\n" + effects if effects else "")
+
+
+def effect_table(groups: dict[str, list[Outcome]]) -> str:
+    """Each variant against the baseline (the one named ``baseline``, else the first):
+    the difference in spike rate (Newcombe's 95% interval) and in mean final loss
+    (Welch's 95% interval); empty with one variant."""
+    if len(groups) < 2:
+        return ""
+    base_name = "baseline" if "baseline" in groups else next(iter(groups))
+    base = groups[base_name]
+    k0, n0 = sum(o.spike for o in base), len(base)
+    loss0 = spread([o.final_loss for o in base])
+    rows = [
+        f"| against {base_name} | spike rate difference (95% CI) "
+        "| final loss difference (95% CI) |\n|---|---|---|"
+    ]
+    for variant, group in groups.items():
+        if variant == base_name:
+            continue
+        d, lo, hi = rate_difference(sum(o.spike for o in group), len(group), k0, n0)
+        diff = mean_difference(spread([o.final_loss for o in group]), loss0)
+        loss = "-" if diff is None else f"{diff[0]:+.3f} ({diff[1]:+.3f} to {diff[2]:+.3f})"
+        rows.append(f"| {variant} | {d:+.2f} ({lo:+.2f} to {hi:+.2f}) | {loss} |")
     return "\n".join(rows)
 
 
-def _avg(values: list[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
+def summary_dicts(outcomes: list[Outcome]) -> list[dict]:
+    """The summary table's figures per variant, for ``results.json`` readers."""
+    out = []
+    for variant, group in _groups(outcomes).items():
+        spikes = sum(o.spike for o in group)
+        loss = spread([o.final_loss for o in group])
+        to_spike = spread([o.spike_step - o.from_step for o in group if o.spike_step])
+        out.append(
+            {
+                "variant": variant,
+                "runs": len(group),
+                "spikes": spikes,
+                "spike_rate_ci95": list(wilson(spikes, len(group))),
+                "steps_to_spike_mean": to_spike.mean,
+                "steps_to_spike_sd": to_spike.sd,
+                "final_loss_mean": loss.mean,
+                "final_loss_sd": loss.sd,
+                "steps_lost_mean": spread([float(o.steps_lost) for o in group]).mean,
+            }
+        )
+    return out
+
+
+def _groups(outcomes: list[Outcome]) -> dict[str, list[Outcome]]:
+    groups: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        groups.setdefault(o.variant, []).append(o)
+    return groups
+
+
+def _pm(s: Spread, digits: int = 3) -> str:
+    if s.mean is None:
+        return "-"
+    if s.sd is None:
+        return _num(s.mean, digits)
+    return f"{_num(s.mean, digits)} ± {_num(s.sd, digits)}"
 
 
 def write_tables(outcomes: list[Outcome], out: Path, header: str) -> str:
@@ -66,6 +132,8 @@ def write_tables(outcomes: list[Outcome], out: Path, header: str) -> str:
         fh.write(text)
     with atomic_open(out / "results.json", "w") as fh:
         fh.write(json.dumps(outcome_dicts(outcomes), indent=1) + "\n")
+    with atomic_open(out / "summary.json", "w") as fh:
+        fh.write(json.dumps(summary_dicts(outcomes), indent=1) + "\n")
     return text
 
 

@@ -73,13 +73,41 @@ def test_table_results_and_figure_are_written(result):
     out, outcomes, text = result
     assert (out / "table.md").read_text() == text
     lines = text.splitlines()
-    assert lines[0].endswith(": counterfactual from step 10 to 20, 2 seed(s)")
-    assert "| variant | runs | final loss (mean) | max loss (mean) | spikes |" in text
-    assert any(line.startswith("| skip3 | 2 | ") and line.endswith("| 3 |") for line in lines)
+    assert lines[0].endswith(": counterfactual from step 10 to 20, 2 seed(s) varying data order")
+    assert lines[2] == (
+        "| variant | runs | spikes (95% CI) | steps to spike | final loss (mean ± sd) "
+        "| max loss (mean) | max attn logit | steps lost (mean) |"
+    )
+    # no spike in 2 runs: the rate's 95% Wilson interval still reaches 0.66
+    skip = next(line for line in lines if line.startswith("| skip3 | 2 | "))
+    assert skip.startswith("| skip3 | 2 | 0/2 (0.00-0.66) | - | ") and skip.endswith("| 3.0 |")
+    mean = (outcomes[4].final_loss + outcomes[5].final_loss) / 2
+    assert f"| {mean:.3f} ± " in skip
+    effect = next(line for line in lines if line.startswith("| skip3 | +0.00 "))
+    assert effect.startswith("| skip3 | +0.00 (-0.66 to +0.66) | ")
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["variant"] for r in summary] == ["baseline", "half", "skip3", "qk"]
+    assert summary[2]["final_loss_mean"] == pytest.approx(mean)
+    assert summary[2]["steps_lost_mean"] == 3.0 and summary[2]["spikes"] == 0
     data = json.loads((out / "results.json").read_text())
     assert len(data) == 8 and data[0]["variant"] == "baseline" and data[0]["spike"] is False
     assert data[0]["final_loss"] == pytest.approx(outcomes[0].final_loss)
     assert (out / "comparison.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_seeds_that_vary_the_init_train_from_step_0_on_the_recorded_batches(recorded, tmp_path):
+    variants = [parse_variant("baseline=baseline")]
+    outcomes, text = counterfactual(recorded, tmp_path, variants, 10, 20, 2, 1, vary="init")
+    assert text.splitlines()[0].endswith("2 seed(s) varying initialisation")
+    assert [o.vary for o in outcomes] == ["init", "init"]
+    recording = Run.read(recorded / "run.jsonl")
+    first = Run.read(tmp_path / outcomes[0].run_file)
+    assert compare(recording, first, 0, 20).first is None  # the recording's own seed
+    other = Run.read(tmp_path / outcomes[1].run_file)
+    assert other.meta.model_dump()["replay"]["config"]["train"]["seed"] == 1
+    assert compare(recording, other, 0, 20).first.step == 1  # another init from step 1
+    with pytest.raises(UsageError, match="--vary 'weights': expected one of data, init, both"):
+        plan_jobs(recorded, tmp_path, variants, 10, 20, 1, vary="weights")
 
 
 def test_parallel_jobs_give_the_same_results(recorded, result, tmp_path):
