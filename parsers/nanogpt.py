@@ -12,6 +12,10 @@ Lines read (the formats of nanoGPT's ``print`` calls)::
 ``loss`` is the loss of the iteration's last micro-batch (times the accumulation
 steps), not a window mean; ``time`` -> ``step_time_s``; ``mfu`` is kept in percent as
 ``mfu_pct`` (nanoGPT prints -100.00% until it has measured five iterations: null).
+Forks add fields or drop some (``iter 100: loss 3.21, ppl 24.8, time 50.2ms``, an early
+``train.py`` without ``mfu``): after ``iter N: loss X`` any ``, key value`` fields are
+read, through the common alias table (``lr`` -> ``lr``), others in snake_case
+(``ppl``); in an evaluation line, ``train K`` and ``val K`` are ``train_K`` and ``K``.
 The other start-up lines (``tokens per iteration will be``, ``number of parameters``,
 ``Overriding config with ...`` and the config file it echoes, ``compiling the
 model...``) are ignored; anything else is unrecognized.
@@ -26,21 +30,26 @@ import polars as pl
 from logbook.parsed import Parsed
 from logbook.schema import CheckpointSave, EventBase, Restart, Source, Validation
 from parsers.columns import with_core
-from parsers.reader import Spec
+from parsers.reader import Spec, aliases
 from parsers.reader.events import read_event
+from parsers.reader.extract import COMMENT
 
 NAME = "nanogpt"
-DESCRIPTION = "nanoGPT train.py stdout (iter N: loss X, time Yms, mfu Z%)"
+DESCRIPTION = "nanoGPT train.py stdout (iter N: loss X, time Yms, mfu Z%; forks' extra fields)"
 EXAMPLE = "iter 250: loss 1.9890, time 31.12ms, mfu 7.48%"
 MAPS = (
-    "iter->step, loss->loss, time (ms)->step_time_s, mfu (%)->mfu_pct; 'step N: train "
-    "loss, val loss'->validation events; 'saving checkpoint to'->checkpoint_save; "
-    "'Resuming training from'->launch"
+    "iter->step, loss->loss, time (ms)->step_time_s, mfu (%)->mfu_pct, other ', key value' "
+    "fields through the alias table (ppl kept); 'step N: train loss, val loss'->validation "
+    "events; 'saving checkpoint to'->checkpoint_save; 'Resuming training from'->launch"
 )
 
 _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
-RECORD = re.compile(rf"^iter (\d+): loss {_NUM}, time {_NUM}ms, mfu {_NUM}%\s*$")
-EVAL = re.compile(rf"^step (\d+): train loss {_NUM}, val loss {_NUM}\s*$")
+_KEY = r"[A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*)*"
+# one ``, key value`` field after the loss: its key, value and unit
+FIELD = re.compile(rf", ({_KEY}):? {_NUM}([A-Za-z%/]*)")
+_FIELDS = rf"((?:, {_KEY}:? [-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)[A-Za-z%/]*)*)"
+RECORD = re.compile(rf"^iter (\d+): loss {_NUM}{_FIELDS}\s*$")
+EVAL = re.compile(rf"^step (\d+): train loss {_NUM}, val loss {_NUM}{_FIELDS}\s*$")
 SAVE = re.compile(r"^saving checkpoint to (.+?)\s*$")
 RESUME = re.compile(r"^Resuming training from (.+?)\s*$")
 OVERRIDE = re.compile(r"^Overriding: (\w+) = (.+)$")  # a setting given on the command line
@@ -77,7 +86,8 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         pl.col("s").str.contains(SAVE.pattern).alias("save"),
         pl.col("s").str.contains(RESUME.pattern).alias("resume"),
         pl.col("s").str.contains(OVERRIDE.pattern).alias("override"),
-        (pl.col("s") == "").alias("blank"),
+        # (a blank line, or a collector's comment or elision: ``# source:``, ``...``)
+        ((pl.col("s") == "") | pl.col("s").str.contains(COMMENT)).alias("blank"),
         pl.col("s").str.contains(NOISE.pattern).alias("noise"),
     )
     comment = pl.col("s").str.starts_with("# ")
@@ -105,14 +115,61 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
 def _records(rows: pl.DataFrame) -> pl.DataFrame:
     parts = pl.col("s").str.extract_groups(RECORD.pattern)
     out = rows.select("line", parts.alias("g")).unnest("g")
-    mfu = pl.col("4").cast(pl.Float64, strict=False)
-    return out.select(
+    core = [
         "line",
         pl.col("1").cast(pl.Int64, strict=False).alias("step"),
         pl.col("2").cast(pl.Float64, strict=False).alias("loss"),
-        (pl.col("3").cast(pl.Float64, strict=False) / 1000).alias("step_time_s"),
-        pl.when(mfu == -100.0).then(None).otherwise(mfu).alias("mfu_pct"),
-    )
+    ]
+    return out.select(*core, *_field_columns(out.get_column("3"), {"step", "loss"}))
+
+
+def _field_columns(rest: pl.Series, taken: set[str]) -> list[pl.Expr]:
+    """The columns of the ``, key value`` fields (``rest``: each line's fields, column
+    ``3``), in the order their keys first occur: ``time`` in ms -> ``step_time_s``,
+    ``mfu`` in % -> ``mfu_pct`` (-100: not measured yet), others by the alias table or
+    in snake_case (``<key>_pct`` in %), a ``k``/``M`` count suffix applied."""
+    firsts: dict[str, str] = {}  # key -> the unit it is first printed with
+    for fields in rest.unique(maintain_order=True).head(_KEY_SAMPLE).to_list():
+        for key, _, unit in FIELD.findall(fields or ""):
+            firsts.setdefault(key, unit)
+    out = []
+    for key, unit in firsts.items():
+        column = _column(key, unit, taken)
+        taken.add(column)
+        field = rf"(?:^|, ){re.escape(key)}:? {_NUM}([A-Za-z%/]*)"
+        value = pl.col("3").str.extract(field, 1).cast(pl.Float64, strict=False)
+        printed = pl.col("3").str.extract(field, 2).fill_null("")
+        if column in aliases.TIME_COLUMNS:  # (a time without its unit: a line cut short)
+            scale = printed.replace_strict(_TIME_SCALE, default=None, return_dtype=pl.Float64)
+            value = value * scale
+        elif column.endswith("_pct"):  # (a percentage without its %: cut short too)
+            value = pl.when(printed == "%").then(value)
+        else:
+            value = value * printed.replace_strict(
+                _COUNT_SCALE, default=1.0, return_dtype=pl.Float64
+            )
+        if key == "mfu":
+            value = pl.when(value == -100.0).then(None).otherwise(value)
+        if column in aliases.INT_COLUMNS:
+            value = value.round(0).cast(pl.Int64, strict=False)
+        out.append(value.alias(column))
+    return out
+
+
+_KEY_SAMPLE = 1000  # distinct field lists looked at for the keys
+_TIME_SCALE = {"ms": 1e-3, "s": 1.0, "us": 1e-6}
+_COUNT_SCALE = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9}
+
+
+def _column(key: str, unit: str, taken: set[str]) -> str:
+    """The column of a field's key: the alias table's, else its own (``mfu`` in % is
+    ``mfu_pct``); a key on a column taken already keeps its own name."""
+    column = aliases.canonical(key) or aliases.column_of(key)
+    if column not in aliases.TIME_COLUMNS and unit == "%":
+        column = f"{aliases.column_of(key)}_pct"
+    if column in taken:
+        column = f"{aliases.column_of(key)}_field"
+    return column
 
 
 def _events(rows: pl.DataFrame, name: str) -> list[EventBase]:
@@ -124,6 +181,7 @@ def _events(rows: pl.DataFrame, name: str) -> list[EventBase]:
             # (a step beyond 64 bits, a damaged line, names no step: as in the records)
             last_eval = int(m.group(1)) if len(m.group(1)) <= 18 else None
             values = {"loss": float(m.group(3)), "train_loss": float(m.group(2))}
+            values.update(_eval_values(m.group(4)))
             out.append(Validation(step=last_eval, split="val", values=values, source=src, text=s))
         elif m := SAVE.match(s):
             out.append(CheckpointSave(step=last_eval, path=m.group(1), source=src, text=s))
@@ -131,4 +189,17 @@ def _events(rows: pl.DataFrame, name: str) -> list[EventBase]:
             out.append(Restart(source=src, text=s))
         elif OVERRIDE.match(s) and (ev := read_event(s, line, name)) is not None:
             out.append(ev)  # lr_change (learning_rate, lr) or config_change
+    return out
+
+
+def _eval_values(fields: str) -> dict[str, float]:
+    """The values of an evaluation line's other fields: ``val K`` is ``K``, ``train K``
+    is ``train_K`` (``train ppl 72.6, val ppl 72.5``), others by their own names."""
+    out: dict[str, float] = {}
+    for key, value, _ in FIELD.findall(fields or ""):
+        name = aliases.column_of(key)
+        for prefix in ("val_", "valid_", "validation_", "eval_"):
+            if name.startswith(prefix) and len(name) > len(prefix):
+                name = name[len(prefix) :]
+        out.setdefault(name, float(value))
     return out

@@ -57,6 +57,44 @@ def test_nan_loss_and_unknown_lines():
     assert p.unrecognized.to_list() == [2] and p.ignored == 1
 
 
+def test_forks_extra_and_missing_fields_are_read():
+    text = (
+        "step 0: train loss 4.2850, val loss 4.2848, train ppl 72.5993, val ppl 72.5846\n"
+        "iter 0: loss 4.2627, ppl 71.0037, time 3286.79ms, mfu -100.00%\n"
+        "iter 10: loss 3.1680, ppl 23.7589, time 444.91ms, mfu 0.42%\n"
+        "iter 100: loss 3.21, ppl 24.8, time 50.2ms\n"  # (no mfu)
+        "iter 110: loss 3.20, lr 6.0e-04, time 50.0ms, mfu 0.43%\n"
+        "iter 120: loss nan, time 13\n"  # (cut short: its time is no time)
+    )
+    p = parse_text(text)
+    m = p.metrics
+    assert m.columns == ["line", "step", "loss", "ppl", "step_time_s", "mfu_pct", "lr", "time"]
+    assert m.select("line", "step", "ppl", "mfu_pct", "lr").rows() == [
+        (2, 0, 71.0037, None, None),  # -100.00%: not measured yet
+        (3, 10, 23.7589, 0.42, None),
+        (4, 100, 24.8, None, None),
+        (5, 110, None, 0.43, 6.0e-04),
+        (6, 120, None, None, None),
+    ]
+    assert m.get_column("loss").to_list()[:4] == [4.2627, 3.168, 3.21, 3.2]
+    assert m.get_column("step_time_s").to_list() == [3.28679, 0.44491, 0.0502, 0.05, None]
+    (ev,) = p.events
+    assert (ev.kind, ev.step, ev.source.line) == ("validation", 0, 1)
+    assert ev.values == {"loss": 4.2848, "train_loss": 4.285, "train_ppl": 72.5993, "ppl": 72.5846}
+    assert p.unrecognized.to_list() == [] and p.ignored == 0
+    assert nanogpt.sniff(["iter 100: loss 3.21, ppl 24.8, time 50.2ms"]) == 90
+
+
+def test_a_ppl_excerpt_reads_as_nanogpt():
+    name = "nanogpt_pr705_ppl_field_in_iter_and_eval_lines.log"
+    path = FIXTURES.parent / "real" / "nanogpt" / name
+    assert parsers.sniff(path) == "nanogpt"
+    (run,) = parsers.read_logs(path)
+    assert run.metrics.get_column("step").to_list() == [0, 10, 20, 30, 40]
+    assert run.metrics.get_column("ppl").to_list()[-1] == 12.8428
+    assert [e.step for e in run.events_of("validation")] == [0, 25]
+
+
 def test_sniff():
     assert nanogpt.sniff(["iter 0: loss 4.2654, time 29803.45ms, mfu -100.00%"]) == 90
     assert nanogpt.sniff(["step 0: train loss 4.2874, val loss 4.2823"]) == 80
