@@ -122,7 +122,8 @@ def settled(
     fast, see :func:`loss_settled_step`), at which the level rose less than half of
     ``min_ratio`` over the last ``2 k`` records. Only that record's past decides it
     (what an on-line monitor would know then). All True for a lineage that starts later
-    than ``scratch_step`` (a resumed run, or a metric first logged later on)."""
+    than ``scratch_step`` (a resumed run, or a metric first logged later on), and for
+    one whose level did not rise by half of ``min_ratio`` up to that record."""
     out = np.ones(level.size, dtype=bool)
     half = math.log(min_ratio) / 2
     for lo, hi in spans(lineage):
@@ -137,7 +138,13 @@ def settled(
         if loss_settled is not None:
             calm &= step[lo:hi] >= loss_settled
         at = np.flatnonzero(calm)
-        out[lo : lo + (int(at[0]) if at.size else lv.size)] = False
+        first = int(at[0]) if at.size else lv.size
+        seen = np.flatnonzero(np.isfinite(lv[: first + 1]))
+        # only a rise is left out: a metric that fell meanwhile (the gradient norm
+        # from its first steps) keeps its whole history
+        grew = seen.size > 0 and (lv[min(first, lv.size - 1)] - lv[seen[0]] > half or not at.size)
+        if grew:
+            out[lo : lo + first] = False
     return out
 
 

@@ -20,7 +20,9 @@ in stages, while the model first learns (the attention logits of a small GPT gro
 in its first 80 steps, with a pause on the way). Records count, for the baseline and
 for firing, from the first one at which both the loss has stopped falling fast (its
 mean over 10 records less than 5% below that of 20 records before) and the level rose
-less than half of ``min_ratio`` over the last ``2 * short_records`` records.
+less than half of ``min_ratio`` over the last ``2 * short_records`` records (a metric
+that did not rise by as much meanwhile, such as a gradient norm falling from its first
+steps, keeps its whole history).
 
 Stays quiet on: the initial growth of a run from scratch, slow growth (a doubling spread
 over many more than ``baseline_records`` records), noise, falls, constant input, absent
