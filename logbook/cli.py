@@ -98,11 +98,20 @@ def _root(
 
 
 def _register() -> None:
-    from logbook import cli_compare, cli_detect, cli_parse, cli_replay, cli_report, cli_watch
+    from logbook import (
+        cli_audit,
+        cli_compare,
+        cli_detect,
+        cli_parse,
+        cli_replay,
+        cli_report,
+        cli_watch,
+    )
 
     if app.registered_commands:  # main() called again in one process
         return
-    for module in (cli_parse, cli_detect, cli_watch, cli_report, cli_replay, cli_compare):
+    modules = (cli_parse, cli_detect, cli_watch, cli_report, cli_replay, cli_compare, cli_audit)
+    for module in modules:
         module.register(app)
 
 

@@ -1,0 +1,149 @@
+"""``audit``: every input read, audited and stored, on a pool of worker processes; an
+input seen before and unchanged is kept as it is."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from logbook.errors import UsageError
+from logbook.store.index import frame, read_index, write_index
+from logbook.store.inputs import Input, content_hash, expand
+from logbook.store.task import audit_input, remove_run
+
+INDEX_EVERY_S = 10.0  # the index is rewritten at most this often while an audit runs
+
+
+@dataclass
+class AuditSummary:
+    inputs: int  # inputs given
+    audited: int  # inputs read this time
+    unchanged: int  # inputs kept from an earlier audit
+    runs: int  # runs in the store's index for the given inputs
+    failed: int  # of them, runs whose input could not be read
+    seconds: float
+
+
+def audit(
+    patterns: list[str],
+    store: str | Path,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AuditSummary:
+    """Audit every input of ``patterns`` into ``store``; ``workers`` processes (default:
+    the CPU count; 1 reads in this process). ``progress(done, total)`` after each input."""
+    t0 = time.perf_counter()
+    if workers is not None and workers < 1:
+        raise UsageError("--workers must be >= 1")
+    root = Path(store)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--store {store}: is a file, not a folder")
+    root.mkdir(parents=True, exist_ok=True)
+    inputs = expand(patterns)
+    index = read_index(root)
+    kept, todo = _split(index, inputs)
+    n_workers = workers if workers is not None else max(1, os.cpu_count() or 1)
+    done_rows: dict[str, list[dict]] = {}
+    last_write = time.perf_counter()
+
+    def finished(inp: Input, rows: list[dict]) -> None:
+        nonlocal last_write
+        done_rows[inp.path] = rows
+        if progress is not None:
+            progress(len(done_rows), len(todo))
+        if time.perf_counter() - last_write > INDEX_EVERY_S:
+            _write(root, index, kept, done_rows)
+            last_write = time.perf_counter()
+
+    try:
+        _run_all(todo, str(root), n_workers, finished)
+    finally:
+        new = _write(root, index, kept, done_rows)
+    mine = new.filter(pl.col("input").is_in([i.path for i in inputs]))
+    return AuditSummary(
+        inputs=len(inputs),
+        audited=len(done_rows),
+        unchanged=len(inputs) - len(todo),
+        runs=mine.height,
+        failed=mine.filter(pl.col("error").is_not_null()).height,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def _split(index: pl.DataFrame, inputs: list[Input]) -> tuple[pl.DataFrame, list[Input]]:
+    """(index rows kept as they are, inputs to read): an input is unchanged when its
+    stamp (size, modification time) is the one indexed, or else its content hash."""
+    by_input = {k[0]: g for k, g in index.group_by("input")} if index.height else {}
+    keep, todo = [], []
+    for inp in inputs:
+        rows = by_input.get(inp.path)
+        if rows is None:
+            todo.append(inp)
+            continue
+        stamps = set(rows.get_column("stamp").to_list())
+        hashes = set(rows.get_column("content_hash").to_list())
+        if stamps == {inp.stamp} or (len(hashes) == 1 and content_hash(inp) in hashes):
+            keep.append(inp.path)
+        else:
+            todo.append(inp)
+    return index.filter(pl.col("input").is_in(keep)), todo
+
+
+def _run_all(todo: list[Input], store: str, workers: int, finished) -> None:
+    if workers == 1 or len(todo) <= 1:
+        for inp in todo:
+            finished(inp, audit_input(inp, store))
+        return
+    # spawned, not forked: a fork of a process that runs polars' thread pool can hang
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx) as pool:
+        pending: dict[Future, Input] = {}
+        queue = list(reversed(todo))
+        while queue or pending:
+            while queue and len(pending) < 2 * workers:
+                inp = queue.pop()
+                pending[pool.submit(audit_input, inp, store)] = inp
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in done:
+                inp = pending.pop(fut)
+                finished(inp, fut.result())
+
+
+def _write(
+    root: Path, index: pl.DataFrame, kept: pl.DataFrame, done: dict[str, list[dict]]
+) -> pl.DataFrame:
+    """The index: rows of inputs not given or unchanged, and the new rows; tables of
+    runs that an input no longer has are removed (after the index no longer names them)."""
+    fresh = frame([r for rows in done.values() for r in rows])
+    given = set(kept.get_column("input").to_list()) | set(done)
+    others = index.filter(~pl.col("input").is_in(list(given)))
+    new = pl.concat([others, kept, fresh], how="vertical")
+    write_index(root, new)
+    stale = index.filter(pl.col("input").is_in(list(done))).get_column("run_id")
+    for rid in set(stale.to_list()) - set(fresh.get_column("run_id").to_list()):
+        remove_run(root, rid)
+    return new
+
+
+def progress_printer(stream=sys.stderr) -> Callable[[int, int], None]:
+    """``audited k/N inputs`` on one redrawn line on a terminal, every 10% otherwise."""
+    tty = stream.isatty()
+
+    def show(done: int, total: int) -> None:
+        if tty:
+            stream.write(f"\raudited {done:,}/{total:,} inputs")
+            if done == total:
+                stream.write("\n")
+        elif total and (done == total or done % max(1, total // 10) == 0):
+            stream.write(f"audited {done:,}/{total:,} inputs\n")
+        stream.flush()
+
+    return show
