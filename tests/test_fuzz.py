@@ -174,6 +174,16 @@ FOUND = [
         "fixtures/wandb/chart_two_runs.csv",
         [(3, 281006, 26226), (8, 470743, 155345)],
     ),  # a header repeated 5,000 times
+    (
+        "metaseq",
+        "fixtures/metaseq/corpus_pr309_actv_norm.log",
+        [(5, 90931, 346877), (5, 410541, 410610)],
+    ),  # no record with a step, a float column: nonfinite's check of nothing
+    (
+        "hf-trainer",
+        "fixtures/hf_trainer/rewind/checkpoint-4/trainer_state.json",
+        [(5, 95824, 579206)],
+    ),  # an evaluation entry whose step is infinite
 ]
 
 

@@ -60,7 +60,7 @@ def bad_records(ctx: Context, columns: tuple[str, ...]) -> pl.DataFrame:
     flagged = (
         m.select((pl.col(c).is_not_null() & ~pl.col(c).is_finite()).any() for c in floats).row(0)
         if floats and m.height
-        else ()
+        else (False,) * len(floats)  # (no record with a step: nothing to flag)
     )
     for col, any_bad in zip(floats, flagged, strict=True):
         if not any_bad:

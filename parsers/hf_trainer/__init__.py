@@ -22,6 +22,7 @@ evaluation entry one event, the rest (the file's settings, the summary) is ignor
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,8 @@ def _validation(row: dict[str, Any], line: int, name: str) -> EventBase:
     split, values = hs.split_values(row)
     step = hs.number(row.get("step"))
     return Validation(
-        step=None if step is None else int(step),
+        # (a step that is no finite number in int64's range is no step)
+        step=int(step) if step is not None and math.isfinite(step) and abs(step) < 2**63 else None,
         split=split,
         values=values,
         source=Source(file=name, line=line),
