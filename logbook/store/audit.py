@@ -19,6 +19,7 @@ from logbook.store.index import frame, read_index, write_index
 from logbook.store.inputs import Input, content_hash, expand
 from logbook.store.task import audit_input, remove_run
 
+_THREADS = "POLARS_MAX_THREADS"
 INDEX_EVERY_S = 10.0  # the index is rewritten at most this often while an audit runs
 
 
@@ -102,8 +103,20 @@ def _run_all(todo: list[Input], store: str, workers: int, finished) -> None:
         for inp in todo:
             finished(inp, audit_input(inp, store))
         return
-    # spawned, not forked: a fork of a process that runs polars' thread pool can hang
+    # spawned, not forked: a fork of a process that runs polars' thread pool can hang;
+    # one polars thread a worker (read when polars loads there): the workers share the
+    # cores, rather than each pool of threads contending for all of them
     ctx = multiprocessing.get_context("spawn")
+    saved = os.environ.get(_THREADS)
+    os.environ.setdefault(_THREADS, "1")
+    try:
+        _pool(todo, store, workers, finished, ctx)
+    finally:
+        if saved is None:
+            os.environ.pop(_THREADS, None)
+
+
+def _pool(todo: list[Input], store: str, workers: int, finished, ctx) -> None:
     with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx) as pool:
         pending: dict[Future, Input] = {}
         queue = list(reversed(todo))
