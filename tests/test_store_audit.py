@@ -124,7 +124,7 @@ def test_documented_queries(fleet, tmp_path, monkeypatch, capsys):
         "group by kind order by kind"
     )
     code, out, _ = invoke(monkeypatch, capsys, "query", str(store), q, "--csv")
-    assert (code, out) == (0, "kind,lead\ngrad_norm_spike,4.0\n")
+    assert (code, out) == (0, "kind,lead\ngrad_norm_drift,3.0\ngrad_norm_spike,4.0\n")
     out_file = tmp_path / "runs.csv"
     q = "select run, records from runs where error is null order by run"
     code, out, _ = invoke(monkeypatch, capsys, "query", str(store), q, "-o", str(out_file))
