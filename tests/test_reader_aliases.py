@@ -76,3 +76,16 @@ def test_a_hyphenated_cross_entropy_key_reads_as_the_loss(tmp_path):
     )
     run = _run(tmp_path, text)
     assert run.metrics.select("step", "loss", "lr").rows() == [(1, 2.9, 1e-4), (2, 2.8, 1e-4)]
+
+
+def test_rwkv_bars_step_on_their_one_letter_s_key():
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "text"
+    (run,) = parsers.read_logs(root / "rwkv_issue266_mini_epoch_bars.log")
+    m = run.metrics
+    assert m.select("line", "step", "minie").rows() == [
+        (3, 833, 1.0), (4, 1666, 2.0), (5, 2499, 3.0), (6, 3332, 4.0), (7, 4165, 5.0),
+    ]  # fmt: skip
+    assert m.get_column("loss").to_list()[::4] == [1.68766, 1.114444]
+    assert m.get_column("prog_pct").to_list()[-1] == 100.0
+    (stats,) = run.meta.parse
+    assert (stats.lines, stats.record_lines, stats.ignored, stats.unrecognized) == (7, 5, 2, 0)

@@ -70,6 +70,18 @@ def test_keys_of_several_words_and_aliases():
     ]
 
 
+def test_a_one_letter_s_key_of_a_whole_number_is_the_step():
+    # RWKV's bar description ``miniE E s STEP prog P% : ppl X loss Y lr Z``
+    t = tmpl("miniE 2 s 1666 prog 40.00% : ppl 3.495054 loss 1.251349 lr 1.386290e-04: 100%")
+    assert fields(t)[:3] == [("miniE", "minie", "value"), ("s", "step", "step"),
+                             ("prog", "prog_pct", "value")]  # fmt: skip
+    assert t.kind == "record"
+    assert tmpl("s:243 trl:6.1499 lr:0.000209 norm:0.70").step_field().key == "s"  # llm.c
+    # a fraction is no step, nor is an ``s`` beside a step key
+    assert tmpl("step 3 | loss 2.5 | s 0.25").step_field().key == "step"
+    assert fields(tmpl("iter 3 | loss 2.5 | s 7"))[2] == ("s", "s", "value")
+
+
 def test_digits_in_keys_stay_in_the_key():
     t = tmpl("step 7 | loss 2.0 | layer3 norm 1.5 | mtp_1 loss 2.25")
     assert fields(t) == [

@@ -127,7 +127,7 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
         elif key is None and i == 0 and not pre.strip(" [(|#") and not unit:
             f.role = "lead"  # (a leading ``25%`` is a progress bar's, not a step)
         out.append(f)
-        _assign(f, key, unit, extra)
+        _assign(f, key, unit, extra, m.group().isdigit())
     return out
 
 
@@ -136,7 +136,9 @@ def _closes(after: str, unit: str) -> bool:
     return after[len(unit) :].lstrip().startswith(")")
 
 
-def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) -> None:
+def _assign(
+    f: Field, key: str | None, unit: str, extra: dict[str, str] | None, whole: bool = False
+) -> None:
     if f.role in ("total", "mean", "position", "lead", "key"):
         return
     if key is None:
@@ -144,8 +146,10 @@ def _assign(f: Field, key: str | None, unit: str, extra: dict[str, str] | None) 
             f.column, f.scale = "step_time_s", 1e-3
         return
     col = aliases.canonical(key, extra)
-    if key == "s" and f.index == 0 and f.pre.strip() == "s:":
-        col = aliases.STEP  # llm.c's main.log: ``s:243 trl:6.1499 lr:0.000209 norm:0.70``
+    if key == "s" and whole and not unit and col is None:
+        # a one-letter step key: llm.c's main.log ``s:243 trl:6.1499 lr:0.000209``,
+        # RWKV's bar ``miniE 1 s 833 prog 20.00% : ... loss 1.687660``
+        col = aliases.STEP
     if col == aliases.STEP and unit == "%":  # ``Iteration:  23%|...``: a bar's progress
         col = None
     if col == aliases.STEP:
