@@ -9,7 +9,16 @@ batch counter, behind the logging layout or (before fairseq 0.10) a ``| ``::
 The step is ``num_updates`` (the in-epoch counter restarts every epoch and counts
 batches, not updates); only in a file without any ``num_updates`` does the counter
 stand in. A line cut short before its ``num_updates`` has no readable step and is
-unrecognized. The loss is in bits and stored in nats, as for the JSON format.
+unrecognized. An update whose fp16 gradients overflowed leaves ``num_updates`` where it
+was, and fairseq (2020, ``--log-interval`` dividing the count) still prints its record,
+with the loss scale and the wall clocks but neither loss nor ``num_updates``::
+
+    epoch 001:      3 / 78 loss_scale=16, train_wall=0, wall=6
+
+``num_updates`` cannot number such a file (the attempts share counts), so its records
+are numbered by update attempt, ``(epoch - 1) * M + N`` from ``epoch E: N / M`` (the
+position itself without ``/ M``), ``num_updates`` kept as a column; such a record has
+``skipped`` 1. A caveat says so. The loss is in bits and stored in nats, as for the JSON format.
 ``valid on '<subset>' subset`` lines become ``validation`` events; the end-of-epoch
 summary (``epoch 001 | loss ... | num_updates N | wall ...``) is ignored (it averages
 the records), unless the file has no records otherwise: then the summaries are the run's
@@ -67,14 +76,21 @@ def sniff(head: list[str]) -> int:
 
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
     raw, bad = ms.find_records(lines)
-    if "num_updates" in raw.columns and raw.get_column("num_updates").is_not_null().any():
-        stepless = pl.col("num_updates").is_null()
-        bad = np.concatenate([bad, raw.filter(stepless).get_column("line").to_numpy()])
-        raw = raw.filter(~stepless)
+    caveats: list[str] = []
+    numbered = "num_updates" in raw.columns and raw.get_column("num_updates").is_not_null().any()
+    overflowed = _overflowed(raw) if numbered else pl.lit(False)
+    if numbered and raw.select(overflowed.any()).item():
+        metrics, caveats = _attempt_steps(raw, lines, overflowed)
     else:
-        raw = raw.with_columns(pl.col("counter").cast(pl.String).alias("num_updates"))
-    metrics = to_metrics(raw.drop("counter"))
-    metrics, caveats = _with_summaries(metrics, ms.find_summaries(lines))
+        if numbered:
+            stepless = pl.col("num_updates").is_null()
+            bad = np.concatenate([bad, raw.filter(stepless).get_column("line").to_numpy()])
+            raw = raw.filter(~stepless)
+        else:
+            raw = raw.with_columns(pl.col("counter").cast(pl.String).alias("num_updates"))
+        metrics = to_metrics(raw.drop("counter"))
+    metrics, more = _with_summaries(metrics, ms.find_summaries(lines))
+    caveats += more
     valid = ms.find_validation(lines)
     events = []
     for line, time, text, split, pairs in valid.select(
@@ -96,6 +112,51 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
             caveats=base_caveats(metrics) + caveats,
         ),
     )
+
+
+# ``epoch E: N / M``: the epoch and its size, for the attempt count of a record
+_POSITION = re.compile(r"epoch (\d+):\s+\d+(?:\s*/\s*(\d+))?\s")
+
+
+def _overflowed(raw: pl.DataFrame) -> pl.Expr:
+    """Records of overflowed updates: a loss scale, and neither loss nor num_updates (a
+    line cut short before them still has the ``loss`` key, if without a value)."""
+    if "loss_scale" not in raw.columns:
+        return pl.lit(False)
+    no_loss = pl.col("loss").is_null() if "loss" in raw.columns else pl.lit(True)
+    return pl.col("num_updates").is_null() & no_loss & pl.col("loss_scale").is_not_null()
+
+
+def _attempt_steps(
+    raw: pl.DataFrame, lines: pl.DataFrame, overflowed: pl.Expr
+) -> tuple[pl.DataFrame, list[str]]:
+    """Records numbered by update attempt (a file with overflowed updates' records)."""
+    where = lines.filter(pl.col("line").is_in(raw.get_column("line").implode())).select(
+        "line",
+        pl.col("text").str.extract(_POSITION.pattern, 1).cast(pl.Int64).alias("_epoch"),
+        pl.col("text").str.extract(_POSITION.pattern, 2).cast(pl.Int64).alias("_size"),
+    )
+    raw = raw.join(where, on="line", how="left", maintain_order="left")
+    before = ((pl.col("_epoch") - 1) * pl.col("_size")).fill_null(0)
+    n = raw.select(overflowed.sum()).item()
+    raw = raw.with_columns(
+        pl.when(overflowed).then(pl.lit("1")).otherwise(pl.lit("0")).alias("skipped"),
+        pl.col("num_updates").alias("_updates"),
+        (before + pl.col("counter")).cast(pl.String).alias("num_updates"),
+    )
+    metrics = to_metrics(raw.drop("counter", "_epoch", "_size"))
+    if "_updates" in metrics.columns:
+        metrics = metrics.with_columns(pl.col("_updates").cast(pl.Int64).alias("num_updates"))
+        metrics = metrics.drop("_updates")
+    sizes = raw.get_column("_size")
+    if sizes.null_count() == 0 and sizes.n_unique() == 1:
+        how = f"(epoch - 1) * {sizes[0]} + the in-epoch position"
+    else:
+        how = "the in-epoch position, + (epoch - 1) * the epoch's size where printed"
+    return metrics, [
+        f"{n} records of overflowed updates print no num_updates: every record's step is "
+        f"its update attempt, {how}, not num_updates (kept as a column)"
+    ]
 
 
 def _with_summaries(metrics: pl.DataFrame, found: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:

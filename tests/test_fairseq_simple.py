@@ -148,3 +148,74 @@ def test_a_loss_in_nats_is_flagged_by_its_perplexity():
     assert parse_text(nats).meta["caveats"] == [caveat]
     assert "caveats" not in parse_text(bits).meta
     assert parse_text(nats).metrics.get_column("loss").to_list() == [2.0 * LN2]
+
+
+OVERFLOWED = (
+    "2020-10-01 10:59:29 | INFO | train_inner | epoch 001:      2 / 78 loss_scale=32, "
+    "train_wall=0, wall=6\n"
+    "2020-10-01 10:59:29 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss "
+    "scale to: 16.0\n"
+    "2020-10-01 10:59:29 | INFO | train_inner | epoch 001:      3 / 78 loss_scale=16, "
+    "train_wall=0, wall=6\n"
+    "2020-10-01 10:59:29 | INFO | train_inner | epoch 001:      4 / 78 loss=1.006, ppl=2.01, "
+    "num_updates=1, lr=2.24975e-07, gnorm=0.056, loss_scale=16, train_wall=0, wall=6\n"
+    "2020-10-01 10:59:29 | INFO | train_inner | epoch 001:      5 / 78 loss=0.97, ppl=1.96,\n"
+)
+
+
+def test_overflowed_updates_records_number_the_file_by_update_attempt():
+    parsed = parse_text(OVERFLOWED)
+    m = parsed.metrics
+    assert m.get_column("step").to_list() == [2, 3, 4, 5]
+    assert m.get_column("line").to_list() == [1, 3, 4, 5]
+    assert m.get_column("num_updates").to_list() == [None, None, 1, None]
+    assert m.get_column("skipped").to_list() == [1, 1, 0, 0]
+    assert m.get_column("loss_scale").to_list() == [32.0, 16.0, 16.0, None]
+    assert m.get_column("loss").to_list() == [None, None, 1.006 * LN2, 0.97 * LN2]
+    assert parsed.meta["caveats"] == [
+        "2 records of overflowed updates print no num_updates: every record's step is its "
+        "update attempt, (epoch - 1) * 78 + the in-epoch position, not num_updates (kept as "
+        "a column)"
+    ]
+    overflow = [(e.kind, e.step, e.source.line) for e in parsed.events]
+    assert overflow == [("overflow_skip", 3, 2), ("loss_scale_change", 3, 2)]
+    assert parsed.unrecognized.to_list() == []
+
+
+def test_update_attempts_run_on_across_epochs():
+    text = (
+        "| epoch 001:    100 / 120 loss=3.0, num_updates=99, loss_scale=8\n"
+        "| epoch 001:    101 / 120 loss_scale=4, train_wall=1, wall=9\n"
+        "| epoch 002:     10 / 120 loss=2.9, num_updates=128, loss_scale=4\n"
+    )
+    parsed = parse_text(text)
+    assert parsed.metrics.get_column("step").to_list() == [100, 101, 130]
+    assert parsed.metrics.get_column("num_updates").to_list() == [99, None, 128]
+    assert "(epoch - 1) * 120 + the in-epoch position" in parsed.meta["caveats"][0]
+
+
+def test_a_cut_record_without_num_updates_is_no_overflowed_update():
+    text = (
+        "| epoch 001:    100 / 500 loss=3.0, num_updates=100, loss_scale=8\n"
+        "| epoch 001:    200 / 500 loss=, loss_scale=8\n"
+    )
+    parsed = parse_text(text)
+    assert parsed.metrics.get_column("step").to_list() == [100]
+    assert parsed.unrecognized.to_list() == [2] and "caveats" not in parsed.meta
+
+
+def test_an_epoch_summary_beside_train_inner_records_is_no_record():
+    text = (
+        "2020-03-23 11:38:13 | INFO | train | epoch 002 | loss 9.803 | nll_loss 8.89 | "
+        "ppl 474.37 | num_updates 695 | lr 0.00017375 | gnorm 55.005 | loss_scale 0 | "
+        "train_wall 4512 | wall 9786\n"
+        "2020-03-23 11:39:44 | INFO | train_inner | epoch 003:      5 / 356 loss=9.44, "
+        "nll_loss=8.44, ppl=347.28, num_updates=700, lr=0.000175, gnorm=156.036, loss_scale=0, "
+        "train_wall=1281, wall=9877\n"
+    )
+    parsed = parse_text(text)
+    row = parsed.metrics.row(0, named=True)
+    assert parsed.metrics.height == 1 and parsed.ignored == 1
+    got = (row["step"], row["line"], row["loss"], row["grad_norm"])
+    assert got == (700, 2, 9.44 * LN2, 156.036)
+    assert "caveats" not in parsed.meta
