@@ -137,9 +137,6 @@ def test_nine_in_ten_labelled_incidents_are_events_or_findings():
 CRASH_MISSES = {
     "detectron2/d2_214_2019_format_stops_at_790": "the exception itself is not in the paste",
     "hf_trainer/malaysia_ai_ray_gpt2_resume_ckpt200_after_s3_timeout": "workers' bars out of order",
-    "text/keras_mobilenet_ssd_issue21_terminate_on_nan_inf": (
-        "Keras' TerminateOnNaN message glued onto a bar, the last bar drawn after it"
-    ),
 }
 
 

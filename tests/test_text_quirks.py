@@ -697,3 +697,39 @@ def test_an_overflow_printed_just_before_a_steps_print_is_that_steps_own(tmp_pat
     assert run.metrics.get_column("step").to_list()[-3:] == [500, 510, 520]
     overflows = run.events_of("overflow_skip")
     assert [(e.step, e.new_scale) for e in overflows] == [(501, 65536.0), (510, 32768.0)]
+
+
+def test_a_crash_message_glued_onto_a_record_line_is_an_event(tmp_path):
+    from logbook.detectors import detect
+
+    bar = "  {n}/234 [..............................] - ETA: 25:09:00 - loss: {loss}"
+    text = "\n".join(
+        [
+            "Epoch 1/10",
+            bar.format(n=2, loss="43.9012"),
+            bar.format(n=3, loss="44.4110") + "Batch 3: Invalid loss, terminating training",
+            bar.format(n=4, loss="inf "),
+            "",
+        ]
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [2, 3, 4]
+    assert [(e.kind, e.step, getattr(e, "cause", None)) for e in run.events] == [
+        ("hardware_failure", 4, "nonfinite_loss"),  # Keras' batch 3 counts from 0
+        ("nonfinite", 4, None),
+    ]
+    (crash,) = [f for f in detect(run) if f.kind == "crash"]
+    assert (crash.step, crash.evidence["cause"]) == (4, "nonfinite_loss")
+    # evidence glued onto a record that training survived: an event, but no crash
+    survived = "\n".join(
+        [
+            "step 1 loss 2.50",
+            "step 2 loss 2.40 CUDA out of memory. Tried to allocate 2.00 GiB",
+            "step 3 loss 2.30",
+            "step 4 loss 2.20",
+            "",
+        ]
+    )
+    (run,) = _runs(tmp_path, survived, "y.log")
+    assert [(e.kind, e.step, e.cause) for e in run.events] == [("hardware_failure", 2, "oom")]
+    assert [f.kind for f in detect(run) if f.kind == "crash"] == []

@@ -7,8 +7,10 @@ or a traceback cut before it, a loss that stopped the script). Evidence followed
 run whose evidence comes after its last record with no restart after it: that is how the
 run ended. The finding sits at the last step recorded (no step when the log shows no
 record at all: a crash at start-up) and names the most specific cause seen and the line
-that printed it. Severity: critical; warning when a person stopped the run (an interrupt,
-a cancelled job).
+that printed it. A message that says a non-finite loss stopped training, at the last
+step recorded (Keras' TerminateOnNaN, printed onto the progress bar before its last
+redraw), ends the run wherever it was printed. Severity: critical; warning when a
+person stopped the run (an interrupt, a cancelled job).
 
 Stays quiet on: evidence that records follow (an out-of-memory message the script
 survived, a warning with a traceback), and a planned exit (Megatron's
@@ -67,7 +69,14 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
         last_step = int(steps.max()) if steps.len() else None  # type: ignore[arg-type]
     # evidence after the last record and the last restart (none without a source)
     bound = max([last_pos, *(_pos(e, files) for e in events if isinstance(e, Restart))])
-    ending = [e for e in failures if e.source is not None and _pos(e, files) > bound]
+    # (a message that says training stops, at the last step recorded, ends it wherever
+    # it was printed: Keras' TerminateOnNaN prints onto a bar before its last redraw)
+    ending = [
+        e
+        for e in failures
+        if e.source is not None
+        and (_pos(e, files) > bound or _stops_at_end(e, last_step, bound, files, events))
+    ]
     if not ending:
         return []
     best = min(ending, key=lambda e: _rank(e.cause))
@@ -100,6 +109,17 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
             },
         )
     ]
+
+
+def _stops_at_end(
+    e: HardwareFailure, last_step: int | None, bound: tuple, files: list, events: list
+) -> bool:
+    """A loss that stopped the script, stated at the last recorded step or later, with no
+    restart after it."""
+    if e.cause != "nonfinite_loss" or e.step is None or last_step is None:
+        return False
+    restarts = [_pos(r, files) for r in events if isinstance(r, Restart)]
+    return e.step >= last_step and not any(p > _pos(e, files) for p in restarts)
 
 
 def _rank(cause: str) -> int:

@@ -110,6 +110,7 @@ TRACEBACK_BODY = (
 )
 
 _CAUSES = [(c, re.compile(p)) for c, p in CRASH_CAUSES]
+_KERAS_NAN = re.compile(r"Batch (\d{1,15}): Invalid loss, terminating training")
 _RESUME = re.compile(RESUME)
 _SAVE = re.compile(SAVE)
 _OVERFLOW = re.compile(OVERFLOW)
@@ -143,6 +144,8 @@ def read_event(s: str, line: int, name: str) -> EventBase | None:
         return OverflowSkip(step=step, attempted_scale=old, new_scale=new, source=src, text=text)
     for cause, rx in _CAUSES:
         if rx.search(s):
+            if keras := _KERAS_NAN.search(s):  # a 0-based batch: the bar counts from 1
+                step = int(keras.group(1)) + 1
             return HardwareFailure(cause=cause, step=step, source=src, text=text)
     if _RESUME.search(s):
         return Restart(resume_step=step, source=src, text=text)

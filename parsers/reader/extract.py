@@ -10,7 +10,7 @@ import polars as pl
 
 from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
-from logbook.schema import EventBase, Source, Validation
+from logbook.schema import EventBase, HardwareFailure, Source, Validation
 from parsers.reader import Spec, events
 from parsers.reader.numbers import NUMBER_RE
 from parsers.reader.passes import two_passes
@@ -112,6 +112,7 @@ def _events(
         lines.append(line)
         found.append(ev)
     found += _cut_tracebacks(free, found, lines, name)
+    found += _glued_crashes(df, name, rec_lines, rec_steps)
     overflows = [e for e in found if e.kind == "overflow_skip"]
     if overflows:
         printed = _engine_steps(df)
@@ -123,6 +124,28 @@ def _events(
         out.append(ev)
     out.sort(key=lambda e: e.source.line if e.source else 0)
     return out, pl.Series("line", lines, pl.Int64)
+
+
+def _glued_crashes(
+    df: pl.DataFrame, name: str, rec_lines: np.ndarray, rec_steps: np.ndarray
+) -> list[EventBase]:
+    """Crash evidence glued onto a record line (a callback's message printed onto a
+    progress bar: Keras' ``... - loss: 44.41Batch 3: Invalid loss, terminating
+    training``): an event at that record's step. The line stays a record line."""
+    hit = df.filter(
+        (pl.col("kind") == "record").fill_null(False)
+        & pl.col("body").str.contains(events.CRASH_ANY)
+    )
+    out: list[EventBase] = []
+    for line, s in hit.select("line", "body").unique("line", maintain_order=True).iter_rows():
+        ev = events.read_event(s, line, name)
+        if not isinstance(ev, HardwareFailure):
+            continue
+        at = np.flatnonzero(rec_lines == line)
+        if ev.step is None and at.size and np.isfinite(rec_steps[at[0]]):
+            ev.step, ev.step_source = int(rec_steps[at[0]]), "record"
+        out.append(ev)
+    return out
 
 
 def _cut_tracebacks(
