@@ -87,3 +87,11 @@ def assert_fixture_rows(parser: ModuleType, fixtures: Path, case: str, tmp: Path
         os.chdir(cwd)
     expected = (fixtures / (Path(case).stem + ".expected.jsonl")).read_text().splitlines()
     assert got == normalized(expected)
+
+
+def only_run(tmp_path: Path, text: str, name: str = "train.log") -> Run:
+    """The one run ``parsers.read_logs`` reads from ``text`` written to a file."""
+    p = tmp_path / name
+    p.write_text(text)
+    (run,) = parsers.read_logs(p)
+    return run

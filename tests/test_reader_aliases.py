@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _rows import only_run
 
 import parsers
 from parsers.reader.aliases import canonical
@@ -21,11 +22,7 @@ MAXTEXT = (
 )
 
 
-def _run(tmp_path: Path, text: str):
-    p = tmp_path / "train.log"
-    p.write_text(text)
-    (run,) = parsers.read_logs(p)
-    return run
+_run = only_run
 
 
 def test_maxtext_seconds_are_the_step_time(tmp_path):

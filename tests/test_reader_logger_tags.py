@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import polars as pl
+from _rows import only_run
 
-import parsers
 from parsers.reader.clean import cleaned, stamp_times
 
 NANOTRON = (
@@ -22,11 +21,7 @@ NANOTRON = (
 )
 
 
-def _run(tmp_path: Path, text: str):
-    p = tmp_path / "train.log"
-    p.write_text(text)
-    (run,) = parsers.read_logs(p)
-    return run
+_run = only_run
 
 
 def test_a_nanotron_line_reads_its_stamp_and_not_its_rank_tag(tmp_path):
