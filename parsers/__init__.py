@@ -66,6 +66,7 @@ _REGISTRY: dict[str, tuple[str, int, bool]] = {
     "deepspeed": ("deepspeed", 70, False),
     "hf-trainer-table": ("trainer_table", 70, False),
     "csv": ("table", 60, True),
+    "lightning-bar": ("lightning_bar", 50, False),
     "text": ("text", 20, False),
 }
 
