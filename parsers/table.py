@@ -7,6 +7,12 @@ The step is the column the alias table calls the step (``step``, ``iteration``,
 whose epochs are its steps (a caveat says so). Other columns go through the alias table
 (``train/loss`` -> ``loss``, ``x/lr`` -> ``lr``); columns without a number stay out.
 Collector ``#`` comments above the header are ignored.
+
+A sweep's table with a column per run and nothing else, the headers one name and the
+value that tells the runs apart (``learning_rate_0.005,learning_rate_0.01,...``) over
+rows of numbers only, holds one run per column: row k is step k of every run, and the
+values, which no header names as a metric, are read as each run's loss (a caveat says
+both). An empty cell is no record of that run.
 """
 
 from __future__ import annotations
@@ -64,6 +70,26 @@ def _header(head: list[str]) -> tuple[list[str], str, list[str]] | None:
 _INDEX = ("", "unnamed: 0", "index")  # the first column pandas' ``to_csv`` writes
 
 
+# the headers of a column-per-run table: one name, then what tells the runs apart
+_SWEPT = re.compile(r"^(.*?[A-Za-z][^\d]*?[_=\-: ])([^_=\-: ]+)$")
+
+
+def _per_run(cols: list[str]) -> str | None:
+    """The name the headers share, in a table with a column per run: two or more
+    headers ``<name><sep><value>`` of one name and distinct values, none a metric or a
+    step of the alias table."""
+    if len(cols) < 2 or any(aliases.canonical(c) for c in cols):
+        return None
+    found = [_SWEPT.match(c.strip()) for c in cols]
+    if not all(found):
+        return None
+    names = {m.group(1) for m in found if m}
+    values = [m.group(2) for m in found if m]
+    if len(names) != 1 or len(set(values)) != len(values):
+        return None
+    return names.pop()
+
+
 def _step_column(cols: list[str]) -> str | None:
     steps = [c for c in cols if aliases.canonical(c) == aliases.STEP]
     if steps:
@@ -85,25 +111,27 @@ def _long_form(cols: list[str]) -> tuple[str, str, str | None] | None:
     return metric, value, next((by_norm[k] for k in _LONG_RUN if k in by_norm), None)
 
 
+# a cell of a table of numbers only: a number, nan, inf, or empty (nothing logged)
+_PLAIN = r"\s*\"?(?:[-+]?(?:[\d.]+(?:[eE][-+]?\d+)?|nan|inf))?\"?\s*"
+
+
 def sniff(head: list[str]) -> int:
     """60 for a header with a step (or epoch) column and a loss-like column (or the
     metric and value columns of a long table), over rows of as many fields; 40 for a
-    loss-like column without a step column over rows of numbers only (row k: step k)."""
+    loss-like column without a step column over rows of numbers only (row k: step k), or
+    for a column per run over such rows."""
     found = _header(head)
     if found is None:
         return 0
     cols, sep, rows = found
     lossy = any("loss" in c.lower() for c in cols) or _long_form(cols) is not None
-    if not lossy:
+    if not lossy and _per_run(cols) is None:
         return 0
     named = _run_column(cols) is not None  # (rows then start with a run's name)
     numeric = all(re.match(r"^\s*\"?[-+.\d]", r) for r in rows[:20])
     if _step_column(cols) is None:
         values = [v for r in rows[:20] for v in r.split(sep)]
-        plain = all(
-            re.fullmatch(r"\s*\"?[-+]?(?:[\d.]+(?:[eE][-+]?\d+)?|nan|inf)\"?\s*", v, re.IGNORECASE)
-            for v in values
-        )
+        plain = all(re.fullmatch(_PLAIN, v, re.IGNORECASE) for v in values)
         return 40 if plain and len(rows) >= 2 and _long_form(cols) is None else 0
     if _long_form(cols) is None and not named and not numeric:
         return 0
@@ -138,8 +166,28 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         raw = _wide(raw, *long)
     elif (run := _run_column(raw.columns)) is not None:
         raw = raw.rename({run: "_run"})
+    cols = [c for c in raw.columns if c != "line"]
+    per_run = _per_run(cols) if long is None and _step_column(cols) is None else None
+    if per_run is not None:
+        raw = _runs_of_columns(raw, cols)
     metrics, caveats = table_metrics(raw)
+    if per_run is not None:
+        caveats = [
+            f"a column per run ({len(cols)} runs: {cols[0]}, ...), no step column: row k is "
+            f"step k of every run; no header names the metric: the values read as the loss"
+        ]
     return Parsed(metrics=metrics, meta={"caveats": caveats}, ignored=int(skip.sum()) + 1)
+
+
+def _runs_of_columns(raw: pl.DataFrame, cols: list[str]) -> pl.DataFrame:
+    """A column-per-run table as rows of (line, step, loss, _run), in line order; an
+    empty cell is no row."""
+    numbered = raw.with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("step"))
+    long = numbered.unpivot(
+        on=cols, index=["line", "step"], variable_name="_run", value_name="loss"
+    )
+    filled = pl.col("loss").is_not_null() & (pl.col("loss").str.strip_chars() != "")
+    return long.filter(filled).sort("line", maintain_order=True)
 
 
 def _wide(raw: pl.DataFrame, metric: str, value: str, run: str | None) -> pl.DataFrame:

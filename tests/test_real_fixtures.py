@@ -30,7 +30,6 @@ KNOWN_GAPS = {
     "hf_trainer/malaysia_ai_ray_8gpu_resume_ckpt500_dicts_per_node": "workers' bars out of order",
     "fairseq/fairseq_issue247_tqdm_per_gpu_unordered": "per-GPU tqdm bars out of order",
     "hf_trainer/nbbert_seqlabel_flattened_bars_log_history": "a printed log_history list",
-    "csv/efaythegreat_charrnn_lr_sweep_no_step_column_spikes": "a column per run, no step",
     "text/espnet_issue2674_lm_epoch_boundary_batch_ranges": "batch ranges within epochs",
     "text/timeseries_library_timemixer_issue88_tab_indented_iters": "epoch length on its own line",
     "text/ultralytics_yolov8_fathomnet_iopub_rate_exceeded_gap": "epoch tables of YOLOv8",

@@ -37,3 +37,56 @@ def test_a_pandas_index_column_is_the_step(tmp_path):
 def test_a_stepless_table_of_words_is_not_read_as_metrics(tmp_path):
     with pytest.raises(InputError, match="unrecognized log format"):
         _run(tmp_path, "loss_name,owner\ncross entropy,alice\nfocal,bob\n", "notes.csv")
+
+
+SWEEP = (
+    "learning_rate_0.005,learning_rate_0.01,learning_rate_0.1\n"
+    "4.6032,4.6282,4.6078\n"
+    "4.3977,4.2388,4.9911\n"
+    "4.0176,,nan\n"
+)
+
+
+def test_a_column_per_run_is_read_as_one_run_a_column(tmp_path):
+    p = tmp_path / "learning_rate_error.csv"
+    p.write_text(SWEEP)
+    runs = parsers.read_logs(p)
+    assert [r.meta.name for r in runs] == [
+        "learning_rate_0.005",
+        "learning_rate_0.01",
+        "learning_rate_0.1",
+    ]
+    assert [r.metrics.get_column("step").to_list() for r in runs] == [[1, 2, 3], [1, 2], [1, 2, 3]]
+    assert [r.metrics.get_column("line").to_list() for r in runs] == [[2, 3, 4], [2, 3], [2, 3, 4]]
+    assert runs[0].metrics.get_column("loss").to_list() == [4.6032, 4.3977, 4.0176]
+    assert runs[1].metrics.get_column("loss").to_list() == [4.6282, 4.2388]
+    assert runs[2].metrics.get_column("loss").to_list()[:2] == [4.6078, 4.9911]
+    assert [e.step for e in runs[2].events_of("nonfinite")] == [3]
+    assert runs[0].meta.caveats[0] == (
+        "a column per run (3 runs: learning_rate_0.005, ...), no step column: row k is step k "
+        "of every run; no header names the metric: the values read as the loss"
+    )
+    stats = runs[0].meta.parse[0]
+    assert (stats.lines, stats.records, stats.ignored, stats.unrecognized) == (4, 3, 1, 0)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "loss,lr",  # metrics, not runs
+        "lr_0.1,seed_1",  # two names
+        "lr_0.1,lr_0.1",  # one run twice
+        "alpha,beta",  # no swept value
+    ],
+)
+def test_only_one_name_with_distinct_values_makes_a_column_per_run(header):
+    from parsers import table
+
+    assert table._per_run(header.split(",")) is None
+
+
+def test_the_per_run_header_needs_rows_of_numbers():
+    from parsers import table
+
+    assert table.sniff(["lr_0.1,lr_0.01", "2.5,2.6", "2.4,2.5"]) == 40
+    assert table.sniff(["lr_0.1,lr_0.01", "done,2.6", "2.4,2.5"]) == 0
