@@ -14,6 +14,14 @@ logs the metrics of a batch before it counts it), else the position in the epoch
 the batches of the epochs before. ``[Eval batch=N/M] Eval on <label> data:`` blocks of
 ``Eval <name>: <value>`` lines are validation events at the last training step.
 
+Composer's ``FileLogger`` (and trainers that print like it, LLM-Shearing) writes one
+metric a line instead, ``[metric][batch=N]: <name>: <value> `` (N: the step passed to
+``log_metrics``), beside ``[hyperparameter]: <name>: <value>`` lines (ignored). A
+record is one ``log_metrics`` call: the metric lines of one N, a name's k-th line there
+in the k-th record (one call logs each name once). The step is N, unless N does not
+advance from record to record (a trainer that passes no step: ``batch=0`` throughout):
+then the records are numbered 1, 2, ... in order, with a caveat.
+
 Mapped: ``loss/train/total`` (else ``metrics/train/LanguageCrossEntropy``) -> ``loss``,
 ``lr-<optimizer>/group0`` -> ``lr``, ``l2_norm/grad/global`` -> ``grad_norm``,
 ``time/token`` -> ``tokens``, ``time/sample`` -> ``samples``,
@@ -57,6 +65,8 @@ EVAL_HEADER = (
 )
 PAIR = r"^(?P<who>Train|Eval) (?P<key>[^\s:][^:]*?): (?P<value>\S.*?)\s*$"
 STARS = r"^\*{10,}\s*$"
+FILE_METRIC = r"^\[metric\]\[batch=(?P<n>\d{1,18})\]: (?P<key>[^\s:][^:]*?): (?P<value>\S.*?)\s*$"
+FILE_OTHER = r"^\[(?:hyperparameter|table)\]: "
 # metric names -> canonical columns (normalized names: see ``aliases.norm``)
 COLUMNS = {
     "loss_train_total": "loss",
@@ -78,11 +88,13 @@ _PAIR_MARK = re.compile(r"^\s*(?:\d{1,5}: ?)?\s+Train [^\s:][^:]*: \S")
 
 
 def sniff(head: list[str]) -> int:
-    """88 for a progress header followed by a ``Train <name>: <value>`` line."""
+    """88 for a progress header followed by a ``Train <name>: <value>`` line, or for two
+    ``[metric][batch=N]: <name>: <value>`` lines."""
     for a, b in zip(head, head[1:], strict=False):
         if _MARK.match(a) and _PAIR_MARK.match(b):
             return SNIFF_MAX
-    return 0
+    metric = re.compile(LAUNCHER.removeprefix("^").join(["^(?:", ")?"]) + FILE_METRIC[1:])
+    return SNIFF_MAX if sum(bool(metric.match(h.strip())) for h in head) >= 2 else 0
 
 
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
@@ -98,6 +110,11 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     )
     heads = _headers(frame.filter("head"))
     pairs = _pairs(frame.filter("pair" & (pl.col("block") > 0)))
+    caveats: list[str] = []
+    file_logger = heads.height == 0 and frame.get_column("s").str.contains(FILE_METRIC).any()
+    if file_logger:
+        heads, pairs, caveats = _file_logger(frame)
+        frame = frame.with_columns(pl.col("config") | pl.col("s").str.contains(FILE_OTHER))
     train = pairs.filter(pl.col("who") == "Train")
     records = _records(heads, train)
     evals = _evaluations(
@@ -117,10 +134,13 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     noise = noise | pl.col("s").str.starts_with("[trace]:") | pl.col("s").str.contains(COMMENT)
     unrec = rest.filter(~noise).get_column("line")
     ignored = rest.height - unrec.len() + int(frame.get_column("config").sum())
+    meta: dict = {"caveats": caveats}
+    if file_logger:  # a record's other metric lines
+        meta["continued_lines"] = pairs.height - records.height
     return Parsed(
         metrics=with_core(records),
         events=[*evals, *sorted(found, key=lambda e: e.source.line if e.source else 0)],
-        meta={"caveats": []},
+        meta=meta,
         unrecognized=unrec,
         ignored=ignored,
     )
@@ -147,6 +167,11 @@ def _headers(rows: pl.DataFrame) -> pl.DataFrame:
 
 def _pairs(rows: pl.DataFrame) -> pl.DataFrame:
     g = rows.select("line", "block", pl.col("s").str.extract_groups(PAIR).alias("g")).unnest("g")
+    return _mapped(g)
+
+
+def _mapped(g: pl.DataFrame) -> pl.DataFrame:
+    """Pairs (``key``, ``value``) with their column (``col``) and number (``v``)."""
     names = g.get_column("key").unique().to_list()
     cols = {k: _column(k) for k in names}
     mapping = pl.DataFrame(
@@ -155,6 +180,40 @@ def _pairs(rows: pl.DataFrame) -> pl.DataFrame:
     return g.join(mapping, on="key", how="left").with_columns(
         to_float(pl.col("value").str.strip_chars('"')).alias("v")
     )
+
+
+def _file_logger(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+    """Headers and pairs of ``[metric][batch=N]: <name>: <value>`` lines: a record per
+    ``log_metrics`` call (a name's k-th line among the lines of one N: the k-th call),
+    at the line of its first metric."""
+    g = (
+        frame.filter(pl.col("s").str.contains(FILE_METRIC))
+        .select("line", pl.col("s").str.extract_groups(FILE_METRIC).alias("g"))
+        .unnest("g")
+        .with_columns(pl.col("n").cast(pl.Int64))
+    )
+    run = (pl.col("n") != pl.col("n").shift(1)).fill_null(True).cum_sum()
+    g = g.with_columns(run.alias("_run"))
+    g = g.with_columns(pl.col("line").cum_count().over("_run", "key").alias("_call"))
+    g = g.with_columns(pl.struct("_run", "_call").rank("dense").cast(pl.Int64).alias("block"))
+    heads = g.group_by("block", maintain_order=True).agg(pl.col("line").min(), pl.col("n").first())
+    heads = heads.sort("line")
+    caveats = []
+    n = heads.get_column("n")
+    if heads.height > 1 and not (n.diff().drop_nulls() > 0).all():
+        caveats.append(
+            f"the printed batch ({n[0]}, ...) does not advance from record to record: the "
+            f"{heads.height} records are numbered 1.. in order"
+        )
+        n = pl.Series("n", range(1, heads.height + 1), dtype=pl.Int64)
+    order = heads.get_column("block")
+    heads = pl.DataFrame({"line": heads.get_column("line"), "block": order, "n": n}).with_columns(
+        pl.lit("batch").alias("unit"),
+        pl.lit(None, pl.Int64).alias("epoch"),
+        pl.lit(None, pl.Float64).alias("total"),
+    )
+    pairs = _mapped(g.select("line", "block", pl.lit("Train").alias("who"), "key", "value"))
+    return heads.select("line", "block", "unit", "epoch", "n", "total"), pairs, caveats
 
 
 def _column(key: str) -> str:

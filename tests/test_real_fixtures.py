@@ -19,9 +19,6 @@ from logbook.errors import InputError
 # Excerpts not read to their labels yet, and why. The test below fails when one of
 # them starts reading right (take it off the list) or another stops.
 KNOWN_GAPS = {
-    "composer/llm_shearing_issue9_metric_batch0_all_nan_repeat": (
-        "a fork's one-metric lines, batch stuck at 0"
-    ),
     "nanogpt/modded_npu_llmc_baseline_two_step_numberings_off_by_one": "two step numberings",
     "hf_trainer/llamafactory_trainer_log_two_writers_interleaved_resume_ckpt5000": (
         "two writers interleaved in one file"
