@@ -46,6 +46,10 @@ SEEDS: dict[str, tuple[str, ...]] = {
         "fixtures/real/torchtitan/pr3393_grad_norm_padded_memory.log",
     ),
     "lightning-csv": ("fixtures/lightning/metrics.csv",),
+    "lightning-bar": (
+        "fixtures/real/lightning/automm_fp16_nan_loss_glued_ckpt.log",
+        "fixtures/real/lightning/pl_issue4225_tqdm_newline_bars.log",
+    ),
     "nemo": ("fixtures/real/nemo/qwen3_30b_nemo2_srun_rank_prefix.log",),
     "mmengine": ("fixtures/real/mmengine/mmdet_11893_single_line_all_nan.log",),
     "dllogger": ("fixtures/real/dllogger/dle_bert_squad_1107_training_iteration_global.log",),

@@ -11,6 +11,8 @@ import typer
 from logbook.cli_runs import RunOpt, file_stem, load_runs, run_name
 from logbook.run import ParseStats, Run
 
+NAMED = 10  # runs named in the note on an input of several
+
 LogArgs = Annotated[
     list[Path], typer.Argument(help="Log files (plain or .gz): a run's launches, in any order.")
 ]
@@ -77,7 +79,9 @@ def _stitched(
     from parsers.chronicle.notes import attach_notes
 
     whole = attach_notes(read_log(logs, fmt, tz), notes, tz)
-    names = ", ".join(run_name(r, i) for i, r in enumerate(runs))
+    names = ", ".join(run_name(r, i) for i, r in enumerate(runs[:NAMED]))
+    if len(runs) > NAMED:
+        names += f", ... and {len(runs) - NAMED:,} more"
     whole.meta.caveats.append(
         f"the input holds {len(runs)} runs ({names}): written stitched as one; "
         "-o DIR/ writes one file per run, --run NAME one of them"

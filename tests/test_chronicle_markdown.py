@@ -56,6 +56,25 @@ def test_pasted_log_block_goes_to_the_metric_parser(monkeypatch):
     assert p.meta["caveats"][-1] == "excerpt.md: metric records come from log excerpts in the text"
 
 
+def test_an_excerpt_pasted_again_is_read_once_and_placed_at_each_paste(monkeypatch, tmp_path):
+    calls = []
+
+    def counted(lines, name):
+        calls.append(lines.height)
+        return _stub_parse(lines, name)
+
+    monkeypatch.setattr(
+        parsers, "FORMATS", {"stub": SimpleNamespace(sniff=STUB.sniff, parse=counted)}
+    )
+    text = (FIXTURES / "excerpt.md").read_text()
+    doc = tmp_path / "twice.md"
+    doc.write_text(text + "\n" + text)  # the second copy 12 lines down
+    p = parse(doc)
+    assert calls == [3]  # read once
+    assert p.metrics.select("line", "step").rows() == [(6, 100), (7, 110), (18, 100), (19, 110)]
+    assert p.unrecognized.to_list() == [8, 20]
+
+
 def test_without_a_matching_parser_the_block_is_text(monkeypatch):
     monkeypatch.setattr(parsers, "FORMATS", {})
     p = parse(FIXTURES / "excerpt.md")

@@ -184,6 +184,16 @@ FOUND = [
         "fixtures/hf_trainer/rewind/checkpoint-4/trainer_state.json",
         [(5, 95824, 579206)],
     ),  # an evaluation entry whose step is infinite
+    (
+        "lightning-bar",
+        "fixtures/real/lightning/automm_fp16_nan_loss_glued_ckpt.log",
+        [(8, 75, 1)],
+    ),  # a bar line printed twice onto itself: one line, not a record and a copy
+    (
+        "chronicle",
+        "fixtures/chronicle/excerpt.md",
+        [(12, 790525, 250416), (8, 375882, 411787)],
+    ),  # the document repeated 1,788 times: each pasted excerpt read once
 ]
 
 

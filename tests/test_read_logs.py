@@ -189,6 +189,18 @@ def test_parse_of_one_run_prints_no_run_header(monkeypatch, capsys, tmp_path):
     assert not any(line.startswith("run ") for line in out.splitlines())
 
 
+def test_the_note_on_an_input_of_many_runs_names_the_first_ten(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    Path("many.log").write_text("".join(recs([100, 200], 2.0 + i / 10) for i in range(12)))
+    code, out, _ = invoke(monkeypatch, capsys, "parse", "many.log", "-o", "out.parquet")  # 12 runs
+    names = ", ".join(["many.log"] + [f"many.log#{i}" for i in range(2, 11)])
+    assert code == 0
+    assert out.splitlines()[-2] == (
+        f"note: the input holds 12 runs ({names}, ... and 2 more): written stitched as "
+        "one; -o DIR/ writes one file per run, --run NAME one of them"
+    )
+
+
 @pytest.mark.parametrize("target", ["out.parquet", "out.jsonl"])
 def test_one_output_file_for_two_runs_gets_them_stitched_and_says_so(
     monkeypatch, capsys, two_runs, target

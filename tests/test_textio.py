@@ -264,7 +264,7 @@ def test_carriage_returns_beside_line_feeds_are_line_breaks_too():
 def test_sniffing_sees_the_lines_the_reader_reads(tmp_path):
     from logbook.textio import head_lines
 
-    raw = b"a 1\rb 2\r\nc 3\x0bstill c\u2028\nd 4"
+    raw = b"a 1\rb 2\r\nc 3\x0bstill c\xe2\x80\xa8\nd 4"  # U+2028 in the line
     p = tmp_path / "x.log"
     p.write_bytes(raw)
     frame, _ = split_lines(raw)

@@ -59,6 +59,7 @@ DETECTORS: dict[str, Detector] = {
 
 PRECURSORS = "precursors"  # the config section of precursor linking
 DETECT_THREADS = 2  # detectors run side by side on this many threads
+SMALL_RUN = 20_000  # records: a shorter run is checked on one thread (a pool costs more)
 # the detectors that take longest on a long run start first, so that the threads
 # finish together (results are still gathered in registry order)
 START_FIRST = ("throughput_drop", "grad_norm_spike", "loss_spike", "lr_change", "stall")
@@ -95,7 +96,8 @@ def detect(
     ``config`` maps detector names (and ``"precursors"``) to configs; missing entries
     take the defaults. ``progress`` is called with each detector's name before it runs.
     ``threads``: detectors run side by side on this many threads (1: one after the
-    other, in this thread: the least CPU time, for short runs checked often).
+    other, in this thread: the least CPU time, for short runs checked often; runs of
+    fewer than ``SMALL_RUN`` records are always checked so).
     """
     cfg = default_config() | (config or {})
     k = window_steps(run)
@@ -105,7 +107,7 @@ def detect(
     found: list[Finding] = []
     # detectors are pure functions of the shared context; polars and numpy release the
     # GIL, so two threads use both cores. Results are gathered in registry order.
-    if threads <= 1:
+    if threads <= 1 or ctx.core.height < SMALL_RUN:
         for name in DETECTORS:
             if progress is not None:
                 progress(name)

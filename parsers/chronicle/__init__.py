@@ -127,6 +127,8 @@ class _Reader:
         self.sub_events: list = []
         self.unrecognized: list[int] = []
         self.ignored = 0
+        # an excerpt pasted again (the same lines, spaced the same) is read once
+        self.read_before: dict[tuple, tuple[Parsed | None, int]] = {}
 
     # ---- context -------------------------------------------------------------------
 
@@ -256,7 +258,14 @@ class _Reader:
         )
         parsed = None
         if body.height and self.excerpts:
-            parsed = _metric_parse(body, self.name, self.caveats)
+            nums = body.get_column("line").to_list()
+            key = (tuple(body.get_column("text").to_list()), tuple(n - nums[0] for n in nums))
+            if key in self.read_before:
+                before, at = self.read_before[key]
+                parsed = None if before is None else _shifted(before, nums[0] - at)
+            else:
+                parsed = _metric_parse(body, self.name, self.caveats)
+                self.read_before[key] = (parsed, nums[0])
         if parsed is None:
             self._drafts(block, block.text, "code", self.run, *self.last, None)
             return
@@ -347,6 +356,26 @@ def _frame(records: list[pl.DataFrame]) -> pl.DataFrame:
         cols = ("step", "time", "line")
         return pl.DataFrame(schema={c: METRIC_COLUMNS[c] for c in cols})
     return pl.concat(frames, how="diagonal_relaxed")
+
+
+def _shifted(parsed: Parsed, by: int) -> Parsed:
+    """``parsed`` (of an excerpt read before) as read ``by`` lines further down."""
+    metrics = parsed.metrics
+    if "line" in metrics.columns:
+        metrics = metrics.with_columns(pl.col("line") + by)
+    events = []
+    for e in parsed.events:
+        e = e.model_copy(deep=True)
+        if e.source is not None and e.source.line is not None:
+            e.source.line += by
+        events.append(e)
+    return Parsed(
+        metrics=metrics,
+        events=events,
+        meta=parsed.meta,
+        unrecognized=parsed.unrecognized + by,
+        ignored=parsed.ignored,
+    )
 
 
 def _metric_parse(body: pl.DataFrame, name: str, caveats: list[str]) -> Parsed | None:

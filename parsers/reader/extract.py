@@ -55,6 +55,10 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
         stated = stated if isinstance(lines, LineBlocks) else logging_steps(df)
         records, twins = numbered(records, stated, meta)
         copies += twins
+    # the lines copies stood on are ignored, unless a kept record shares one (records
+    # glued onto one line)
+    kept = records.get_column("line").implode()
+    freed = int(found.unique().is_in(kept).not_().sum()) if copies else 0
     taken = pl.concat([found, continued])
     df = df.with_columns(pl.col("line").is_in(taken.implode()).alias("taken"))
     evs, event_lines = _events(df, temps, records, name, maybe)
@@ -72,7 +76,7 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
     meta["columns_from"] = _columns_from(temps)
     metrics = spec.convert(records) if spec.convert and records.height else records
     return Parsed(
-        metrics=metrics, events=evs, meta=meta, unrecognized=unrec, ignored=n_ignored + copies
+        metrics=metrics, events=evs, meta=meta, unrecognized=unrec, ignored=n_ignored + freed
     )
 
 

@@ -18,7 +18,7 @@ from typing import TypeVar
 import polars as pl
 
 from logbook.blocks import LineBlocks
-from parsers.reader import Spec
+from parsers.reader import Spec, events
 from parsers.reader.chunks import THREADS
 from parsers.reader.clean import bar_counts, glued_start
 from parsers.reader.records import logging_steps, template_records, typed
@@ -44,12 +44,15 @@ def two_passes(
         df = with_kinds(prepared(block, spec, glued), temps)
         frames = [typed(f) for f in template_records(df, temps, spec, firsts)]
         # record lines are used up: of each run of them, the first is kept (without its
-        # text), to part the lines before it from those after (see ``_multiline``)
+        # text: every record line is used), to part the lines before it from those
+        # after (see ``_multiline``); a record line with crash evidence glued onto it
+        # is kept whole (see ``extract._glued_crashes``)
         record = (pl.col("kind") == "record").fill_null(False)
         first = record & ~record.shift(1, fill_value=False)
-        kept = df.filter(~record | first).with_columns(
+        crash = record & pl.col("body").str.contains(events.CRASH_ANY)
+        kept = df.filter(~record | first | crash).with_columns(
             # (a copy of the text: a filter's rows would keep the block's alive)
-            pl.when(~record).then(pl.concat_str(pl.col(c), pl.lit(""))).alias(c)
+            pl.when(~record | crash).then(pl.concat_str(pl.col(c), pl.lit(""))).alias(c)
             for c in ("body", "stamp")
         )
         return kept, frames, logging_steps(df)
