@@ -47,6 +47,33 @@ def test_per_rank_copies_in_blocks_are_one_run_read_once(tmp_path):
     assert "2 per-rank copies of records dropped" in run.meta.caveats
 
 
+def _lf(step: int, loss: float) -> str:
+    return f'{{"current_steps": {step}, "total_steps": 6566, "loss": {loss}, "epoch": 0.1}}\n'
+
+
+def test_a_file_written_twice_over_is_read_once_and_keeps_its_resume(tmp_path):
+    # two writers appending to one trainer_log.jsonl, the second two records behind, their
+    # losses drifting apart in the last digits; then a resume from step 20
+    a = [10, 20, 30, 40, 50, 60, 70]
+    first = [10, 20] + [s for x, y in zip(a[2:], a, strict=False) for s in (x, y)] + [60, 70]
+    loss = {s: 1.0 - s / 100 for s in a}
+    text = "".join(_lf(s, loss[s] + (0.0003 if s in first[:i] else 0)) for i, s in enumerate(first))
+    text += _lf(30, 0.7321) + _lf(30, 0.7321) + _lf(40, 0.6055) + _lf(40, 0.6054)
+    (run,) = _runs(tmp_path, text, "trainer_log.jsonl")
+    assert _steps(run) == [10, 20, 30, 40, 50, 60, 70, 30, 40]
+    assert run.metrics.get_column("line").to_list() == [1, 2, 3, 5, 7, 9, 11, 15, 17]
+    (r,) = run.events_of("restart")
+    assert (r.step, r.source.line) == (30, 15)
+    assert "9 per-rank copies of records dropped" in run.meta.caveats
+
+
+def test_reruns_of_one_config_with_near_losses_are_not_copies(tmp_path):
+    # a benchmark's resumes from one checkpoint: the same steps again, losses to 1e-4
+    text = "".join(_lf(s, 2.0 - s / 1000 + k / 1e4) for k in range(3) for s in (1, 2, 3))
+    runs = _runs(tmp_path, text, "trainer_log.jsonl")  # three runs from step 1
+    assert [_steps(r) for r in runs] == [[1, 2, 3]] * 3
+
+
 def test_a_progress_bars_percentage_is_not_its_step(tmp_path):
     text = (
         " 25%|\u2588\u2588\u258c       | 1/4 [00:01<00:03, 1.00it/s, loss=2.5]\n"

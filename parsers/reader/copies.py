@@ -12,11 +12,19 @@ from logbook.parsed import Parsed
 from parsers.runs import launch_lines
 
 _LAUNCH = ("restart", "hardware_failure")
+# A file written twice over (two writers appending to it, a record or two apart): where a
+# third of the records or more repeat a step printed at most NEAR_ROWS records (and
+# NEAR_S seconds) before with a loss within NEAR of it (relative), those repeats are
+# copies, and so are the others within WRITTEN_TWICE (the writers' losses drift apart)
+NEAR = 5e-3
+NEAR_ROWS = 6
+NEAR_S = 120
+WRITTEN_TWICE = 0.05
 
 
 def drop_rank_copies(parsed: Parsed) -> Parsed:
     """``parsed`` without the records that repeat the step and loss of an earlier record
-    of the same launch."""
+    of the same launch, and the repeats of a file written twice over (see ``NEAR``)."""
     m = parsed.metrics
     if m.height < 2 or "step" not in m.columns or "loss" not in m.columns:
         return parsed
@@ -32,10 +40,20 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     dup = _repeated_steps(step)
     if not dup.any():
         return parsed
-    rows = m.select("line", "step", "loss", *(["_run"] if "_run" in m.columns else []))
-    rows = rows.with_row_index("_i").filter(dup)
+    timed = ["time"] if "time" in m.columns else []
+    by = ["_run"] if "_run" in m.columns else []
+    rows = m.select("line", "step", "loss", *timed, *by).with_row_index("_i")
     launch = np.searchsorted(marks, rows.get_column("line").to_numpy(), side="left")
     rows = rows.with_columns(pl.Series("_launch", launch, pl.Int64))
+    # a file written twice over: a copy may differ in the loss's last digit (0.8548,
+    # then 0.8547); looked for among all records (the neighbours tell a rerun)
+    ks = range(1, NEAR_ROWS + 1)
+    near = rows.select(pl.any_horizontal(_near(k, by, NEAR, timed) for k in ks)).to_series()
+    twice = near.sum() * 3 >= m.height  # (else a rerun of one config, not copies)
+    if twice:
+        near = rows.select(pl.any_horizontal(_near(k, by, WRITTEN_TWICE, timed) for k in ks))
+        rows = rows.with_columns(near.to_series().alias("_near"))
+    rows = rows.filter(dup)
     loss = pl.col("loss").cast(pl.Float64)
     # records of different named runs (a W&B export of several) are never copies
     run = [pl.col("_run")] if "_run" in m.columns else []
@@ -47,6 +65,8 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         loss.is_nan().alias("n"),
     )
     copy = ~(key.is_first_distinct() | pl.col("step").is_null() | pl.col("loss").is_null())
+    if twice:
+        copy = copy | pl.col("_near")
     gone = rows.filter(copy).get_column("_i")
     if gone.len() == 0:
         return parsed
@@ -69,6 +89,26 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         unrecognized=parsed.unrecognized,
         ignored=parsed.ignored + freed,
     )
+
+
+def _near(k: int, run: list[str], tol: float, timed: list[str]) -> pl.Expr:
+    """True where the record ``k`` before this one has the same step, launch and run and a
+    loss within ``tol`` (relative) of this one's, printed within ``NEAR_S`` of it where
+    both have a time (two runs of one config, hours apart, have losses as close), and the
+    records beside the two are not such a pair too (a rerun of a few steps repeats its
+    neighbours; a writer's copy sits among the other writer's new steps)."""
+    step = pl.col("step")
+    loss, prev = pl.col("loss").cast(pl.Float64), pl.col("loss").cast(pl.Float64).shift(k)
+    same = [pl.col(c) == pl.col(c).shift(k) for c in ("step", "_launch", *run)]
+    close = (loss - prev).abs() <= tol * pl.max_horizontal(loss.abs(), prev.abs())
+    rerun = (step.shift(1) == step.shift(1 + k)).fill_null(False) | (
+        step.shift(-1) == step.shift(k - 1)
+    ).fill_null(False)
+    soon = pl.lit(True)
+    for c in timed:
+        apart = (pl.col(c) - pl.col(c).shift(k)).dt.total_seconds().abs()
+        soon = soon & (apart <= NEAR_S).fill_null(True)
+    return (pl.all_horizontal(same) & soon & close & ~rerun).fill_null(False)
 
 
 def _repeated_steps(step: pl.Series) -> pl.Series:
