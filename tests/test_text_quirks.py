@@ -760,3 +760,47 @@ def test_a_crash_message_glued_onto_a_record_line_is_an_event(tmp_path):
     (run,) = _runs(tmp_path, survived, "y.log")
     assert [(e.kind, e.step, e.cause) for e in run.events] == [("hardware_failure", 2, "oom")]
     assert [f.kind for f in detect(run) if f.kind == "crash"] == []
+
+
+def test_keras_epochs_of_an_excerpt_count_from_one_and_plateau_lr_cuts_are_events():
+    # an excerpt from epoch 4 of 20: ``Epoch E/N`` counts from 1, so epoch 4's last batch
+    # is step 3 x 1500 + 1500; ReduceLROnPlateau's messages are LR changes at the step
+    # before them; a callback message glued onto a bar is no part of its record
+    path = Path(__file__).parent.parent / "fixtures/text/keras_reduce_lr_on_plateau_from_epoch4.log"
+    (run,) = parsers.read_logs(path)
+    assert _steps(run) == [6000, 7500, 9000, 10499, 10500, 11999, 12000]
+    assert run.metrics.get_column("lr").to_list()[-1] == 1e-5
+    cuts = [(e.step, e.source.line, e.new, e.manual) for e in run.events_of("lr_change")]
+    assert cuts == [
+        (7500, 6, 0.00010000000474974513, False),
+        (10499, 11, 1.0000000474974514e-05, False),
+    ]
+    assert run.meta.parse[0].unrecognized == 0
+
+
+def test_a_keras_callback_message_glued_onto_a_bar_is_cut_off(tmp_path):
+    text = (
+        "Epoch 1/10\n"
+        "19264/19286 [============================>.] - ETA: 1s - loss: 0.0205Epoch 00000: "
+        "val_loss improved from inf to 0.01735, saving model to model.h5\n"
+        "19286/19286 [==============================] - 1247s - loss: 0.0205 - val_loss: 0.0174\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [19264, 19286]
+    assert "to" not in run.metrics.columns
+    assert not any(c.startswith("val_loss_improved") for c in run.metrics.columns)
+
+
+def test_llamafactory_closing_line_repeating_the_last_step_is_no_record(tmp_path):
+    # LLaMA-Factory's trainer_log.jsonl ends with a line of the train-end callback: the
+    # last step again, no loss, throughput totals
+    text = (
+        _lf(5, 53.9602)
+        + _lf(10, 42.0622)
+        + '{"current_steps": 10, "total_steps": 10, "epoch": 1.0, "percentage": 100.0, '
+        '"elapsed_time": "0:01:10", "remaining_time": "0:00:00", "throughput": 1200.5}\n'
+    )
+    (run,) = _runs(tmp_path, text, "trainer_log.jsonl")
+    assert _steps(run) == [5, 10]
+    assert run.events_of("restart") == []
+    assert (run.meta.parse[0].records, run.meta.parse[0].ignored) == (2, 1)

@@ -37,6 +37,9 @@ STAMP = (
 LOGGER_AT = r"(?:^|\s)[A-Za-z_][\w.]*:\d+\s*>>\s"
 # the header of glog and absl logging (JAX trainers: MaxText, t5x, big_vision):
 # ``I1203 10:15:40.123456 140245 max_logging.py:35] `` (a stamp without a year: no time)
+# a Keras callback's message printed onto the end of a progress bar (no newline before
+# it): ``... - loss: 0.0205Epoch 00000: val_loss improved from inf to 0.01735, ...``
+KERAS_GLUED = r"([^\s])Epoch \d{5}: .*$"
 GLOG = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\d+\s+[\w.-]+:\d+\]\s?"
 # a Python logger's ``(%(filename)s %(lineno)d):`` (Swin Transformer and its forks)
 SOURCE_AT = r"\([\w.-]+\.py[ :]\d+\):?\s"
@@ -65,6 +68,8 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
         frame = frame.with_columns(s.str.replace(QUOTE, ""))
     if frame.get_column("s").str.contains(RANK).any():
         frame = frame.with_columns(s.str.replace(RANK, ""))
+    if text.str.contains(r"\SEpoch \d{5}: ").any():
+        frame = frame.with_columns(s.str.replace(KERAS_GLUED, "$1"))
     if text.str.contains(r"[IWEF]\d{4} ").any():
         frame = frame.with_columns(s.str.replace(GLOG, ""))
     if text.str.contains(">>", literal=True).any():

@@ -95,8 +95,13 @@ OVERFLOW = (
     r"Attempted loss scale|loss scale (?:reduced|decreased)|setting loss scale to"
 )
 OVERRIDE = r"^Overriding: (\w+) = (.+)$|^(?:--)?(learning_rate|lr)\s*[=:]\s*([-+.\deE]+)\s*$"
+# a scheduler's message: Keras' ``Epoch 00005: ReduceLROnPlateau reducing learning rate
+# to 0.0001.``, PyTorch's ``Epoch 00005: reducing learning rate of group 0 to 1.0000e-04.``
+PLATEAU = (
+    r"(?i)reducing learning rate (?:of group \d+ )?to ([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)"
+)
 ANY = "|".join(
-    f"(?:{p})" for p in [RESUME, SAVE, OVERFLOW, OVERRIDE] + [p for _, p in CRASH_CAUSES]
+    f"(?:{p})" for p in [RESUME, SAVE, OVERFLOW, OVERRIDE, PLATEAU] + [p for _, p in CRASH_CAUSES]
 )
 # a Python traceback's lines that say nothing of their own (its first line, the lines
 # between chained exceptions, a caret marker; its indented frames are told by indentation)
@@ -115,6 +120,7 @@ _RESUME = re.compile(RESUME)
 _SAVE = re.compile(SAVE)
 _OVERFLOW = re.compile(OVERFLOW)
 _OVERRIDE = re.compile(OVERRIDE)
+_PLATEAU = re.compile(PLATEAU)
 _STEP = re.compile(r"(?i)(?:iteration|iter|step|global_step|global step)[\s:=]*(\d+)")
 _SCALES = re.compile(
     r"(?i)(?:attempted loss scale|loss scale)\D{0,12}?([\d.eE+-]+)\D{1,30}?(?:reducing|setting|"
@@ -136,6 +142,8 @@ def read_event(s: str, line: int, name: str) -> EventBase | None:
         if key in _LR_KEYS and number is not None:
             return LrChange(new=number, manual=True, source=src, text=text)
         return ConfigChange(key=key, new=value.strip()[:TEXT_MAX], source=src, text=text)
+    if m := _PLATEAU.search(s):
+        return LrChange(new=_float(m.group(1)), manual=False, source=src, text=text)
     if _OVERFLOW.search(s):
         if step is None and (bar := _BAR.search(s)):
             step = int(bar.group(1)) + 1  # glued to a progress bar: the step it is on

@@ -111,7 +111,7 @@ def _events(
         ev = events.read_event(s, line, name)
         if ev is None:
             continue
-        if ev.step is None and ev.kind == "checkpoint_save":
+        if ev.step is None and ev.kind in ("checkpoint_save", "lr_change"):
             ev.step = _step_before(line, rec_lines, rec_steps)
         lines.append(line)
         found.append(ev)

@@ -364,11 +364,15 @@ def _twins(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     return out, records.height - out.height
 
 
+_OF_TOTAL = r"(?i)\bepoch\s*\[?\s*\d+\s*/\s*\d+"
+
+
 def in_epochs(records: pl.DataFrame, df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     """Records that count steps within an epoch announced on a line of its own
     (Keras: ``Epoch 2/10``, then ``100/300 [===>...] - loss: ...``): their step is
     counted over the epochs, (epoch - first) x steps per epoch + step, the first epoch
-    being 1 or 0 as the log numbers them. Returns the records and the epoch lines used."""
+    being 1 where the lines say ``Epoch E/N``, else 1 or 0 as the log numbers them.
+    Returns the records and the epoch lines used."""
     none = pl.Series("line", [], pl.Int64)
     heads = df.filter(pl.col("kind") == "epoch")
     if heads.height == 0 or records.height == 0 or "_total" not in records.columns:
@@ -382,7 +386,10 @@ def in_epochs(records: pl.DataFrame, df: pl.DataFrame) -> tuple[pl.DataFrame, pl
     epoch = ctx.get_column("_epoch")
     if epoch.null_count() == epoch.len():
         return records, none
-    base = first_epoch(epoch.min())
+    # ``Epoch E/N`` (Keras, and most that print the total) counts from 1: an excerpt
+    # that starts at epoch 4 is in its fourth epoch
+    of_total = df.filter(pl.col("kind") == "epoch").get_column("body").str.contains(_OF_TOTAL)
+    base = 1 if of_total.all() else first_epoch(epoch.min())
     per = records.get_column("_total")
     step = (epoch - base) * per + records.get_column("step")
     counted = step.is_not_null()
