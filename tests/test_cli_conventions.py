@@ -129,7 +129,11 @@ def test_shell_completion_is_on():
         env={**env, "COMP_WORDS": "logbook de", "COMP_CWORD": "1"},
     )
     assert (p.returncode, p.stdout.split()) == (0, ["detect"])
-    p = subprocess.run([*LOGBOOK, "--show-completion", "bash"], capture_output=True, text=True)
+    # the script a user sources (``--show-completion`` prints the same, where it can tell
+    # the shell)
+    p = subprocess.run(
+        LOGBOOK, capture_output=True, text=True, env={**env, "_LOGBOOK_COMPLETE": "source_bash"}
+    )
     assert p.returncode == 0
     assert "_logbook_completion()" in p.stdout
 
