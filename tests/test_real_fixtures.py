@@ -41,6 +41,7 @@ KNOWN_GAPS = {
     "deepspeed/ds_issue697_2021_grad_overflow_two_line_msg_scale_stuck_at_1": (
         "DeepSpeed's throughput-only timer lines"
     ),
+    "text/rtm3d_issue4_two_line_records_epoch127": "where ``[e/E]`` counts from",
     "dllogger/ngc_tf_bert_horovod_32gpu_loss_scale_overflow_repeats": (
         "an overflow-retried step printed 7 times is kept once"
     ),

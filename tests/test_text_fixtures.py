@@ -31,7 +31,7 @@ def runs_of(log: Path, monkeypatch):
 
 
 def test_fixtures_are_there():
-    assert len(LOGS) == 14
+    assert len(LOGS) == 15
     assert {p.name for p in LOGS} == set(FACTS)
 
 
@@ -123,6 +123,14 @@ FACTS = {
     ),
     "two_runs.log": ("text", [1, 2, 3], [2.5, 2.4, 2.3], {}, 0, []),
     "unknown_line.log": ("text", [1, 2, 3], [2.5, 2.4, 2.3], {}, 2, [2]),
+    "keras_reduce_lr_on_plateau_from_epoch4.log": (
+        "text",
+        [6000, 7500, 9000, 10499, 10500, 11999, 12000],
+        [0.4012, 0.39, 0.3412, 0.3311, 0.3311, 0.329, 0.329],
+        {"lr_change": 2},
+        1,
+        [],
+    ),
 }
 
 

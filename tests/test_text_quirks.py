@@ -804,3 +804,65 @@ def test_llamafactory_closing_line_repeating_the_last_step_is_no_record(tmp_path
     assert _steps(run) == [5, 10]
     assert run.events_of("restart") == []
     assert (run.meta.parse[0].records, run.meta.parse[0].ignored) == (2, 1)
+
+
+def test_mindspore_steps_within_epochs_are_counted_over_them(tmp_path):
+    # LossMonitor prints the step within its epoch; in sink mode each epoch's one record
+    # is at its last step, so ``step: 100`` every time: global (epoch - 1) x 100 + 100
+    text = "".join(
+        f"epoch: {e} step: 100, loss is {5.0 - e / 10}\n"
+        f"Train epoch time: 2{e}000.0 ms, per step time: 2{e}0.0 ms\n"
+        for e in (26, 27, 28, 29)
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [2600, 2700, 2800, 2900]
+    assert run.metrics.get_column("loss").to_list() == [2.4, 2.3, 2.2, 2.1]
+    assert run.events_of("restart") == []
+    assert (
+        "the step counts within each epoch: counted over the epochs with 100 steps an epoch"
+        " (the largest step printed in one)"
+    ) in run.meta.caveats
+
+
+def test_mindspore_steps_counted_from_one_within_epochs(tmp_path):
+    steps = [(e, s) for e in (1, 2, 3) for s in (1, 2, 3)]
+    text = "".join(f"epoch: {e} step: {s}, loss is 2.{e}{s}\n" for e, s in steps)
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+
+
+def test_a_step_within_epochs_counted_from_zero_is_left_as_printed(tmp_path):
+    # DGL's ``Epoch 00001 | Step 00020``: printed every 20 steps from 0, the epoch's
+    # length is not in the file; the steps stay as printed (the epochs are segments)
+    text = "".join(
+        f"Epoch {e:05d} | Step {s:05d} | Loss {2 - e / 10 - s / 100:.4f}\n"
+        for e in (0, 1, 2)
+        for s in (0, 20)
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [0, 20, 0, 20, 0, 20]
+    assert not any("within each epoch" in c for c in run.meta.caveats)
+
+
+def test_a_global_step_printed_with_the_epoch_is_kept(tmp_path):
+    text = "".join(f"epoch: {1 + s // 4} step: {s}, loss is 2.{s}\n" for s in range(1, 13))
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == list(range(1, 13))
+
+
+def test_bracketed_keys_of_a_loguru_trainer_name_their_values(tmp_path):
+    # LION's ``| [Loss] 51566519.44 | [exp] ./exp | [step]    89 |``: the global step is
+    # the ``[step]`` field, not the epoch's iteration
+    line = (
+        "2023-01-25 00:2{m}:09.074 | INFO     | trainers.base_trainer:train_epochs:256 - [R0] "
+        "| E{e} iter[ 14/ 15] | [Loss] {loss} | [exp] ./exp/0125/car | [step]   {s} | "
+        "[url] none | [time] 0.4m (~5h) |[best] 0 -100.000x1e-2 \n"
+    )
+    text = "".join(
+        line.format(m=k, e=5 + k, loss=loss, s=89 + 15 * k)
+        for k, loss in enumerate(["51566519.44", "nan", "nan"])
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [89, 104, 119]
+    assert run.metrics.get_column("loss").to_list()[0] == 51566519.44
+    assert [e.step for e in run.events_of("nonfinite")] == [104, 119]

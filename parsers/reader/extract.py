@@ -41,6 +41,10 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
         frames, stated = template_records(df, temps, spec), None
     records, continued = finished(frames, df, temps)
     records, epoch_lines = in_epochs(records, df)
+    epoch_len = None
+    if "_epoch_len" in records.columns:
+        epoch_len = records.get_column("_epoch_len")[0]
+        records = records.drop("_epoch_len")
     continued = pl.concat([continued, epoch_lines])
     found = records.get_column("line")
     # lines that may hold an event (launches, crashes, saves...): read once records are known
@@ -49,8 +53,14 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
     ).get_column("line")
     records, copies = dedupe(records, maybe)
     meta: dict = {"rank_copies": copies, "continued_lines": continued.len()}
-    if copies:
-        meta["caveats"] = [f"{copies} per-rank copies or redraws of records dropped"]
+    caveats = [f"{copies} per-rank copies or redraws of records dropped"] if copies else []
+    if epoch_len is not None:
+        caveats.append(
+            f"the step counts within each epoch: counted over the epochs with {epoch_len}"
+            " steps an epoch (the largest step printed in one)"
+        )
+    if caveats:
+        meta["caveats"] = caveats
     if records.height and records.get_column("step").null_count() == records.height:
         stated = stated if isinstance(lines, LineBlocks) else logging_steps(df)
         records, twins = numbered(records, stated, meta)

@@ -66,7 +66,7 @@ def finished(
         out.replace_column(out.get_column_index(name), out.get_column(name).rechunk())
     if not out.get_column("line").is_sorted():
         out = out.sort("line", maintain_order=True)
-    return _per_epoch(_finer_counter(typed(out))), continued
+    return _epoch_counter(_per_epoch(_finer_counter(typed(out)))), continued
 
 
 def _finer_counter(out: pl.DataFrame) -> pl.DataFrame:
@@ -108,6 +108,43 @@ def _per_epoch(out: pl.DataFrame) -> pl.DataFrame:
     counted = ((epoch - base) * pl.col("_total") + step).cast(pl.Int64)
     # (the total was the epoch's, not the run's: no train_iters from it)
     return out.with_columns(pl.coalesce(counted, step).alias("step")).drop("_total")
+
+
+def _epoch_counter(out: pl.DataFrame) -> pl.DataFrame:
+    """A ``step`` that counts within each epoch, printed with no total (MindSpore's
+    ``epoch: 27 step: 100, loss is 1.23``; in sink mode every epoch's one record is at
+    its last step): counting from 1, where every new epoch (one more) starts the step
+    over or repeats it and the step grows within an epoch, the steps are counted over
+    the epochs with the largest step printed as the epoch's length: (epoch - first) x
+    length + step, the first epoch 0 where one is numbered 0, else 1. The length is
+    kept in ``_epoch_len`` for the caveat."""
+    if "_total" in out.columns or not {"epoch", "step"} <= set(out.columns) or out.height < 3:
+        return out
+    epoch, step = out.get_column("epoch"), out.get_column("step")
+    if epoch.null_count() or step.null_count() or not epoch.dtype.is_numeric():
+        return out
+    e = epoch.cast(pl.Float64).to_numpy()
+    st = step.cast(pl.Float64).to_numpy()
+    if not np.isfinite(e).all() or (e != np.floor(e)).any() or st.min() < 1:
+        return out  # (a counter from 0 says nothing of the epoch's length: its last
+        # step printed may be any before it)
+    de, ds = np.diff(e), np.diff(st)
+    new = de > 0  # (an epoch going back starts another run pasted after: counted alike)
+    within = de == 0
+    if new.sum() < 2 or not ((de[new] == 1) & (ds[new] <= 0)).all() or (ds[within] <= 0).any():
+        return out
+    part = np.concatenate([[0], np.cumsum(de < 0)])
+    length = np.zeros(len(e), dtype=np.int64)
+    base = np.zeros(len(e), dtype=np.int64)
+    for k in np.unique(part):
+        at = part == k
+        length[at], base[at] = int(st[at].max()), 0 if e[at].min() == 0 else 1
+    if (length < 1).any():
+        return out
+    counted = (e.astype(np.int64) - base) * length + st.astype(np.int64)
+    return out.with_columns(
+        pl.Series("step", counted, dtype=pl.Int64), pl.Series("_epoch_len", length)
+    )
 
 
 def _empty() -> pl.DataFrame:
@@ -289,8 +326,8 @@ def _multiline(
 
 
 def dedupe(records: pl.DataFrame, marks: pl.Series) -> tuple[pl.DataFrame, int]:
-    """Per-rank copies and redraws: consecutive records of one shape and one step, with
-    no launch or crash line (``marks``) between them, kept once (the last)."""
+    """Per-rank copies and redraws: consecutive records of one shape, one step and one
+    epoch, with no launch or crash line (``marks``) between them, kept once (the last)."""
     if records.height < 2 or records.get_column("step").null_count() == records.height:
         return records.drop("_shape", strict=False), 0
     at = np.searchsorted(np.sort(marks.to_numpy()), records.get_column("line").to_numpy())
@@ -300,6 +337,9 @@ def dedupe(records: pl.DataFrame, marks: pl.Series) -> tuple[pl.DataFrame, int]:
         & (pl.col("_shape") == pl.col("_shape").shift(1))
         & (pl.col("_mark") == pl.col("_mark").shift(1))
     )
+    if "epoch" in records.columns:  # a redraw is of one epoch (MindSpore's sink mode
+        # prints ``epoch: 27 step: 100`` for every epoch)
+        same = same & pl.col("epoch").eq_missing(pl.col("epoch").shift(1))
     # the last of the copies stays: a progress bar redrawn at one step ends in its final state
     same = same.shift(-1)
     dup = records.select(same.fill_null(False)).to_series()

@@ -41,6 +41,10 @@ _EVAL_HEAD = re.compile(
 )
 # a dict record printed by Python or as JSON: its keys are quoted
 _DICT = re.compile(r"\{\s*['\"]")
+# loguru trainers' ``| [Loss] 51566519.44 | [step]    89 |``: a bracketed word names
+# the value after it (read so only where a line has two such fields at least)
+_BRACKET_KEY = re.compile(r"\[([A-Za-z][\w./ -]{0,30})\]\s*$")
+_BRACKET_FIELDS = re.compile(r"\[[A-Za-z][\w./ -]{0,30}\]\s*[-+]?(?:\d|\.\d|nan|inf)", re.I)
 METRICS = ("loss", "lr", "grad_norm")
 _PHASE_WORDS = {"train", "training", "ep"}  # words that name an epoch before its counter
 _EPOCH_KEYS = {"epoch", "training_epoch", "train_epoch", "epoch_train", "epochs"}
@@ -105,6 +109,7 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
     """The values of one example line, with their keys, units and columns."""
     out: list[Field] = []
     prev_end = 0
+    bracketed = len(_BRACKET_FIELDS.findall(line)) >= 2
     for i, m in enumerate(NUMBER_RE.finditer(line)):
         pre = line[prev_end : m.start()]
         after = line[m.end() :]
@@ -113,7 +118,8 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
             continue
         unit = unit_of(after)
         prev_end = m.end() + len(unit)
-        key = _key(pre)
+        named = _BRACKET_KEY.search(pre) if bracketed else None
+        key = named.group(1).strip() if named else _key(pre)
         stripped = pre.strip(" '\"")
         f = Field(index=i, key=key, unit=unit, pre=pre)
         if key is None and out and stripped.endswith("/"):
