@@ -138,6 +138,37 @@ def test_launcher_and_rank_prefixes(prefix):
     assert parsed.unrecognized.len() == 0
 
 
+def test_a_placeholder_for_the_time_stamp_is_a_stamp_with_no_time(tmp_path):
+    # a README with the date written over: ``[xxxx-xx-xx xx:xx:xx] iteration 100/ 100 |``
+    p = tmp_path / "x.log"
+    p.write_text(f"[xxxx-xx-xx xx:xx:xx] {rec(99).strip()}\n [xxxx-xx-xx xx:xx:xx] {rec(100)}\n")
+    (run,) = parsers.read_logs(p)
+    assert run.meta.format == "megatron"
+    assert run.metrics.select("step", "loss", "nan_count").rows() == [(99, 2.5, 0), (100, 2.5, 0)]
+    assert run.metrics.get_column("time").to_list() == [None, None]
+
+
+LOAD_TIMER = "(min, max) time across ranks (ms):\n    load-checkpoint ......: ({}, {})\n"
+
+
+@pytest.mark.parametrize(
+    ("times", "first", "restarts"),
+    [
+        # a checkpoint read for 32 s, then iteration 10: resumed after 9
+        ((32107.12, 32108.53), 10, [("restart", 9, 10)]),
+        # a load path with nothing in it (milliseconds), or a first step of 1: no resume
+        ((0.31, 0.52), 10, []),
+        ((32107.12, 32108.53), 1, []),
+    ],
+)
+def test_a_load_timer_before_the_first_record_is_a_resume(times, first, restarts, tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text(LOAD_TIMER.format(*times) + f"{rec(first)}\n{rec(first + 1)}\n")
+    (run,) = parsers.read_logs(p)
+    assert [(e.kind, e.resume_step, e.step) for e in run.events] == restarts
+    assert run.meta.parse[0].unrecognized == 0
+
+
 def test_learning_rate_precision_and_elapsed_units():
     ms = " iteration 1/ 9 | elapsed time per iteration (ms): 22306.6 | learning rate: 9.850E-05 |"
     s = " iteration 2/ 9 | elapsed time per iteration (s): 105.16 | learning rate: 3.333333E-05 |"

@@ -866,3 +866,31 @@ def test_bracketed_keys_of_a_loguru_trainer_name_their_values(tmp_path):
     assert _steps(run) == [89, 104, 119]
     assert run.metrics.get_column("loss").to_list()[0] == 51566519.44
     assert [e.step for e in run.events_of("nonfinite")] == [104, 119]
+
+
+def test_a_nan_within_a_counted_things_name_is_no_value(tmp_path):
+    # Megatron's ``number of nan iterations:   0`` read by the generic reader
+    text = "".join(
+        f"iteration {s} | lm loss 2.{s} | number of nan iterations:   {s // 2} |\n"
+        for s in (1, 2, 3)
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss", "nan_count").rows() == [
+        (1, 2.1, 0),
+        (2, 2.2, 1),
+        (3, 2.3, 1),
+    ]
+    assert run.events_of("nonfinite") == []
+
+
+def test_a_line_counting_the_data_of_a_split_is_no_validation(tmp_path):
+    # keras-yolo3's ``Train on 220 samples, val on 24 samples, with batch size 32.``
+    text = (
+        "Train on 220 samples, val on 24 samples, with batch size 32.\n"
+        "Epoch 1/2\n7/7 [==========] - 9s 1s/step - loss: 12.5 - val_loss: 11.9\n"
+        "Epoch 2/2\n7/7 [==========] - 8s 1s/step - loss: 11.0 - val_loss: 10.7\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [7, 14]
+    assert run.events_of("validation") == []
+    assert run.meta.parse[0].first_unrecognized == [1]

@@ -96,7 +96,7 @@ def build_events(
 ) -> EventLines:
     launches, crashes = _group(items)
     kept, dropped = _keep_launches(launches, crashes, len(rec_lines))
-    out: list[EventBase] = [_restart(g, name) for g in kept]
+    out: list[EventBase] = [_restart(g, name, rec_steps) for g in kept]
     out += [_failure(g, name) for g in crashes]
     out += _saves([i for i in items if i.cat in ("save", "save_time")], name)
     out += _validations([i for i in items if i.cat == "validation"], name)
@@ -150,12 +150,17 @@ def _records_follow(g: Group, crashes: list[Group], n_records: int) -> bool:
     return n_records > g.rc and (nxt is None or nxt.rc > g.rc)
 
 
-def _restart(g: Group, name: str) -> Restart:
+def _restart(g: Group, name: str, rec_steps: np.ndarray) -> Restart:
     strong = [i for i in g.items if i.data["strength"] != "weak"]
     first = (strong or g.items)[0]
     best = min(g.items, key=lambda i: _LAUNCH_TEXT_ORDER[i.data["strength"]])
     resumes = [i.data["resume_step"] for i in g.items if i.data["strength"] == "load"]
+    resumes = [r for r in resumes if r is not None]
     resume = resumes[-1] if resumes else (0 if best.data["strength"] == "fresh" else None)
+    timed = any(i.data.get("timer") for i in g.items)
+    if resume is None and timed and g.rc < len(rec_steps) and rec_steps[g.rc] > 1:
+        # a checkpoint loaded (its timer) and no step said: resumed before the next record
+        resume = int(rec_steps[g.rc]) - 1
     when = next((i.time for i in g.items if i.time is not None), None)
     return Restart(
         resume_step=resume,

@@ -24,10 +24,12 @@ PREFIX_TOKEN = (
     r"(?:\[default\d+\]:|\[rank\d+\]:|slurm_procid\s*\d+\s*:|\d{1,5}:\s"
     r"|[A-Za-z][\w.-]*\d[\w.-]*:\s|localhost:\s|\d{1,3}(?:\.\d{1,3}){3}:\s)"
 )
-# Launcher/rank prefixes, any number of them, then an optional time stamp (captured).
+# Launcher/rank prefixes, any number of them, then an optional time stamp (captured;
+# a README's ``[xxxx-xx-xx xx:xx:xx]`` placeholder is a stamp with no time).
 PREFIX = (
     r"^\s*(?:" + PREFIX_TOKEN + r"\s*)*"
-    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*)?"
+    r"(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*"
+    r"|\[[xX]{4}-[xX]{2}-[xX]{2}[ T][xX]{2}:[xX]{2}:[xX]{2}\]\s*)?"
 )
 PREFIX_RE = re.compile(PREFIX)
 # A line whose text after its prefixes is indented (the source line Python quotes under
@@ -44,6 +46,9 @@ COMMENT = r"^\s*#"
 # The collector's ``# ---- (next pasted block) ----``: what follows may be another launch.
 SEPARATOR = r"^\s*#\s*-{3,}"
 SAVE_TIMER = r"save-checkpoint\W*:\s*\(?(?P<a>[\d.]+)(?:,\s*(?P<b>[\d.]+))?"
+# the load timer of a launch that read a checkpoint (a second at least: a load path with
+# no checkpoint in it takes milliseconds)
+LOAD_TIMER = r"load-checkpoint\W*:\s*\(?(?:[\d.]+,\s*)?(?P<ms>\d{4,}(?:\.\d*)?)\)?\s*$"
 
 # Noise that could otherwise look like crash evidence (argument dumps, stack frames).
 STRONG_NOISE_ANCHORED = [
@@ -177,7 +182,7 @@ def classify(text: pl.Series, event_anchored: list[str], event_anywhere: list[st
     stages = [
         (vx(SEPARATOR), EVENT),
         (vx(PREFIX + _any([BLANK, ELISION]) + "|" + COMMENT), IGNORED),
-        (vx(SAVE_TIMER), EVENT),
+        (vx(SAVE_TIMER + "|" + LOAD_TIMER), EVENT),
         (vx(anchored(STRONG_NOISE_ANCHORED) + "|" + _any(STRONG_NOISE_ANYWHERE)), IGNORED),
         (vx(anchored(event_anchored) + "|" + _any(event_anywhere)), EVENT),
         (vx(anchored(NOISE_ANCHORED)), IGNORED),

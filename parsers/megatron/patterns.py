@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from parsers.megatron.fields import column_name
+from parsers.megatron.lines import LOAD_TIMER
 from parsers.reader.events import CRASH_CAUSES as SHARED_CAUSES
 
 # Tried right after the line's prefixes.
@@ -85,6 +86,7 @@ def event_patterns() -> tuple[list[str], list[str]]:
 _C = re.compile
 _SEPARATOR = _C(r"^\s*#\s*-{3,}")
 _SAVE_TIMER = _C(r"save-checkpoint\W*:\s*\(?(?P<a>[\d.]+)(?:,\s*(?P<b>[\d.]+))?")
+_LOAD_TIMER = _C(LOAD_TIMER)
 _VALIDATION = _C(VALIDATION)
 _SAVES = {k: _C(p) for k, p in SAVE_PATTERNS.items()}
 _OVERFLOWS = {k: _C(p) for k, p in OVERFLOW_PATTERNS.items()}
@@ -110,6 +112,8 @@ def read_event_line(text: str, body: str) -> tuple[str, dict[str, Any]] | None:
     if m := _SAVE_TIMER.search(body):
         ms = float(m.group("b") or m.group("a"))
         return "save_time", {"seconds": round(ms / 1000.0, 6)}
+    if _LOAD_TIMER.search(body):  # (its step: the next record's, see events._restart)
+        return "launch", {"strength": "load", "resume_step": None, "timer": True}
     if m := _VALIDATION.search(body):
         return "validation", _validation(m)
     for what, rx in _SAVES.items():

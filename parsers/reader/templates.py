@@ -23,6 +23,10 @@ from parsers.reader import aliases
 from parsers.reader.numbers import NUMBER_RE, count_scale, unit_of, unit_scale
 
 _IN_KEY = re.compile(r"^\)\s*[:=]")  # a number closing a key's parentheses
+# ``number of nan iterations: 0`` (Megatron): a nan or inf within a counted thing's name
+_COUNTED_PRE = re.compile(r"(?i)\b(?:of|num|count|total)\s+$")
+_COUNTED_AFTER = re.compile(r"^\s+[A-Za-z_][\w ]{0,30}[:=]")
+_NOUN = re.compile(r" ([A-Za-z]+)")
 _TOKENS = re.compile(r"<(?:time|dur)>")
 _SEP = re.compile(r"[|,;{}\[\]\t\u2022]|\s{2,}|\s-\s|<time>|<dur>")
 _TRAIL = " \t:='\"[({<>-"
@@ -64,6 +68,7 @@ class Field:
     role: str = "value"  # value, step, total, mean, position, epoch
     cut: bool = False  # the last value of a line cut short: read only if whole (nan, inf)
     pre: str = ""  # the text between the value before and this one
+    noun: str = ""  # the word right after the value and a space (``24 samples``)
 
 
 @dataclass
@@ -113,7 +118,10 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
     for i, m in enumerate(NUMBER_RE.finditer(line)):
         pre = line[prev_end : m.start()]
         after = line[m.end() :]
-        if _IN_KEY.match(after):  # ``optim/LR (group 0)=1e-4``: the 0 names the key
+        word = m.group().isalpha() and bool(_COUNTED_PRE.search(line[prev_end : m.start()]))
+        if _IN_KEY.match(after) or (word and _COUNTED_AFTER.match(after)):
+            # ``optim/LR (group 0)=1e-4``: the 0 names the key, as the nan does in
+            # ``number of nan iterations: 0``
             out.append(Field(index=i, key=None, unit="", role="key"))
             continue
         unit = unit_of(after)
@@ -122,6 +130,8 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
         key = named.group(1).strip() if named else _key(pre)
         stripped = pre.strip(" '\"")
         f = Field(index=i, key=key, unit=unit, pre=pre)
+        if not unit and (noun := _NOUN.match(after)):
+            f.noun = noun.group(1).lower()
         if key is None and out and stripped.endswith("/"):
             f.role = "total"
         elif key is None and out and stripped == "(" and _closes(after, unit) and out[-1].column:
@@ -245,7 +255,8 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
     )
     evaluative = evaluative or bool(_EVAL_HEAD.search(example))
     if evaluative or (_EVAL.search(example) and not train_loss(t)):
-        return "validation" if metrics or evaluative else None
+        # (Keras' ``Train on 220 samples, val on 24 samples`` counts data, measures nothing)
+        return "validation" if (metrics or evaluative) and _measures(t) else None
     if t.dict_line and any(aliases.norm(k).startswith("train_runtime") for k in keys):
         return "summary"
     lead = t.fields and t.fields[0].role in ("lead", "position")
@@ -261,6 +272,25 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
     if len(t.fields) == 1 and t.fields[0].key and not has_step and "=" in example and not shell:
         return "pair"
     return None
+
+
+_COUNTED_UNITS = {"samples", "sample", "examples", "images", "batches", "steps", "tokens", "files"}
+_SIZE_KEYS = ("batch_size", "samples", "examples", "num_")
+
+
+def _measures(t: Template) -> bool:
+    """Whether a line holds a value that is no count of data (``24 samples``, ``batch
+    size 32``): a validation line measures something."""
+    for f in t.fields:
+        if f.column is None or f.role not in ("value", "mean"):
+            continue
+        name = aliases.norm(f.key or "")
+        if (f.unit or f.noun).lower() in _COUNTED_UNITS or name.endswith(_SIZE_KEYS[:3]):
+            continue
+        if name.startswith(_SIZE_KEYS[3]):
+            continue
+        return True
+    return False
 
 
 def _training_fields(t: Template) -> bool:
