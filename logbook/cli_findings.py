@@ -104,7 +104,10 @@ def verdict(findings: list[Finding], incidents: list[Incident], records: int = 1
     told = {id(g) for i in incidents for g in i.findings}
     n_info = sum(1 for f in findings if f.severity == "info" and id(f) not in told)
     if crit:
-        named = "; ".join(f"{_kinds(i)} at {_at(i)}" for i in crit[:3])
+        named = "; ".join(
+            f"{_kinds(i)} at {_at(i)}" if i.start is not None else f"{_kinds(i)} before any step"
+            for i in crit[:3]
+        )
         more = f"; {len(crit) - 3} more" if len(crit) > 3 else ""
         head = f"verdict: damaged: {len(crit)} critical incident(s) ({named}{more})"
     elif warn:

@@ -30,13 +30,24 @@ SNIFF_MAX = 80
 MARK = re.compile(
     "\\{\\s*['\\u2018\\u2019\\\"](?:loss|eval_loss|train_runtime|learning_rate)['\\u2018\\u2019\\\"]\\s*:"
 )
+# the Trainer's banner (other trainers print it too): a log that ends before its first
+# dict (a crash at step 0) is the Trainer's where nothing else reads it
+BANNER = re.compile(r"\*{5} Running training \*{5}")
+BANNER_SCORE = 15
 SPEC = Spec()
 
 
 BAR = r"(\d+)/\d+ \["  # a tqdm bar's position: ``380/2724 [14:02:33<...]``
 NEAR = 3  # lines between a record and the bar that gives its step, at most
 
-sniff, _read = reader_format(MARK, SPEC, SNIFF_MAX)
+_sniff, _read = reader_format(MARK, SPEC, SNIFF_MAX)
+
+
+def sniff(head: list[str]) -> int:
+    """80 with a dict of the Trainer's and a record, 70 with the dict alone, 15 with its
+    banner alone."""
+    score = _sniff(head)
+    return score or (BANNER_SCORE if any(BANNER.search(h) for h in head) else 0)
 
 
 def parse(lines: pl.DataFrame, name: str) -> Parsed:

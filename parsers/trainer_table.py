@@ -38,7 +38,8 @@ MAPS = (
 SNIFF_MAX = 70
 
 _TRAIN_LOSS = "training_loss"
-_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+_EVAL_COLUMNS = ("validation", "eval", "val_", "test")
+_RULE = re.compile(r"^\s*\|?\s*:?-{2,}")
 _NO_LOG = "no log"
 
 
@@ -50,6 +51,8 @@ def _cells(line: str) -> list[str] | None:
         parts = s.strip("|").split("|")
     elif "\t" in s:
         parts = s.split("\t")
+    elif " | " in s:  # a notebook's table pasted without its outer bars
+        parts = s.split("|")
     else:
         return None
     # a cell set in bold (``**0.2215**``, the checkpoint a card's authors kept)
@@ -83,24 +86,37 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     events: list[Validation] = []
     repeats = 0
     by_epoch = False
+    seen: dict[int, float | None] = {}  # step -> loss of the rows read
+    trained = False  # a table of training logs seen
     for header, rows in _tables(lines):
         by_epoch |= "step" not in header
+        # a table with no evaluation column is a training log's (a notebook's progress
+        # table of a trainer with no evaluation): its other columns are the records'
+        training = not any(h.startswith(_EVAL_COLUMNS) for h in header)
+        trained |= training
         fresh = _fresh(rows)
+        for k, (_, row, _) in enumerate(rows):
+            step = round(row["_step"])
+            if fresh[k] and step in seen and seen[step] == row["_loss"]:
+                fresh[k] = False  # the table printed again (a notebook's output re-rendered)
         repeats += len(rows) - sum(fresh)
         for (line, row, text), new in zip(rows, fresh, strict=True):
             step = round(row["_step"])
-            if new:
-                rec = {"line": line, "step": step, "loss": row["_loss"]}
-                if "epoch" in row and "step" in row:
-                    rec["epoch"] = _number(row["epoch"])
-                records.append(rec)
             values = {
                 _eval_key(k): x
                 for k, v in row.items()
                 if not k.startswith("_") and k not in (_TRAIN_LOSS, "step", "epoch")
                 and (x := _number(v)) is not None
             }  # fmt: skip
-            if values:
+            if new:
+                seen[step] = row["_loss"]
+                rec = {"line": line, "step": step, "loss": row["_loss"]}
+                if "epoch" in row and "step" in row:
+                    rec["epoch"] = _number(row["epoch"])
+                if training:
+                    rec |= {k: v for k, v in values.items() if k not in ("line", "loss")}
+                records.append(rec)
+            if values and not training:
                 source = Source(file=name, line=line)
                 events.append(
                     Validation(step=step, split="eval", values=values, source=source, text=text)
@@ -116,6 +132,9 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         "a Trainer results table: a row per evaluation, each showing the last training "
         f"loss logged; {repeats} row(s) repeat an earlier log or say 'No log' and are "
         "not records"
+        if not trained
+        else "a Trainer progress table with no evaluation column: a row per training log; "
+        f"{repeats} row(s) repeat an earlier one and are not records"
     ]
     if by_epoch:
         caveats.append("no Step column: the epoch is the step (one row an evaluation)")

@@ -101,7 +101,7 @@ def test_fail_on_warning_fails_a_log_that_only_shows_a_crash(tmp_path):
     res = CliRunner().invoke(app, ["detect", str(path), "--fail-on", "warning"])
     assert res.exit_code == 1, res.output
     assert res.output.splitlines()[1:] == [
-        "verdict: damaged: 1 critical incident(s) (crash at -)",
+        "verdict: damaged: 1 critical incident(s) (crash before any step)",
         "critical                -  crash (oom) before any record, line 2",
         "1 finding(s): 1 critical, 0 warning, 0 info",
     ]

@@ -47,3 +47,17 @@ def test_a_spike_loss_spike_finds_is_reported_once():
     loss[12:15] = [30.0, 29.0, 28.0]
     found = [f for f in detect(run_of(steps, loss)) if f.kind == "loss_spike"]
     assert [(f.detector, f.start_step) for f in found] == [("loss_spike", 13)]
+
+
+def test_quiet_on_a_loss_within_the_range_the_excerpt_already_swings_over():
+    # UCTransNet's 0.564, 0.417, 0.647, 0.660: x1.35 the median before, but only x1.02
+    # the 0.647 two records before: the excerpt's own noise
+    assert SHORT(build_context(run_of([367, 368, 369, 370], [0.564, 0.417, 0.647, 0.66]))) == []
+    # out of that range by 1.15x (0.202 over 0.154): a spike, though x1.38 the median only
+    loss = [0.147, 0.125, 0.095, 0.146, 0.154, 0.119, 0.151, 0.202, 0.118]
+    (f,) = SHORT(build_context(run_of(list(range(10, 100, 10)), loss)))
+    assert (f.step, f.severity) == (80, "warning")
+    # within the range but x1.5 the median: 201.8 after a warm-up that started at 190.6
+    loss = [190.633, 153.861, 135.086, 113.572, 109.87, 116.719, 201.842, 133.516]
+    (f,) = SHORT(build_context(run_of(list(range(1, 9)), loss)))
+    assert (f.step, round(f.score, 3)) == (7, 1.603)

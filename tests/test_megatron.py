@@ -262,6 +262,21 @@ def test_a_record_wrapped_mid_word_is_joined():
     assert parsed.meta["line_counts"] == {"record": 4, "event": 0, "ignored": 0, "unrecognized": 0}
 
 
+def test_a_record_wrapped_right_after_a_bar_is_joined():
+    # Megatron-Bridge output pasted at 86 columns: the first piece ends in ``|``
+    whole = rec(10)
+    cut1 = whole.index("elapsed")
+    cut2 = whole.index("size:")
+    text = "```\n" + whole[:cut1] + "\n" + whole[cut1:cut2] + "\n" + whole[cut2:] + "\n"
+    text += rec(20) + "\n```\n"
+    parsed = parse_text(text)
+    assert parsed.metrics.select("step", "line", "loss", "lr", "batch_size").rows() == [
+        (10, 2, 2.5, 1e-4, 32),
+        (20, 5, 2.5, 1e-4, 32),
+    ]
+    assert parsed.meta["line_counts"] == {"record": 4, "event": 0, "ignored": 2, "unrecognized": 0}
+
+
 def test_a_nan_step_without_its_loss_field_gives_a_missing_loss_event():
     nan = rec(12).replace(" lm loss: 2.500000E+00 |", "").replace("1.500", "nan")
     cut = rec(13)[: rec(13).index("global") + 3]  # cut before the loss would be printed

@@ -42,6 +42,13 @@ KNOWN_GAPS = {
         "DeepSpeed's throughput-only timer lines"
     ),
     "text/rtm3d_issue4_two_line_records_epoch127": "where ``[e/E]`` counts from",
+    "deepspeed/ds_tutorial_cifar10_2020_worker0_prefix_timer_lines_one_loss_print": (
+        "DeepSpeed 2020's timer lines and ``[2, 12000] loss:``"
+    ),
+    "maxtext/xpk_large_scale_guide_commented_pdt_timestamp_lines_elided": "a log in comments",
+    "text/learning_to_see_in_dark_issue117_epoch_iter_loss_nan_counter_reset": (
+        "two bare counters, epoch and batch"
+    ),
     "dllogger/ngc_tf_bert_horovod_32gpu_loss_scale_overflow_repeats": (
         "an overflow-retried step printed 7 times is kept once"
     ),

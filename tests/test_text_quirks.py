@@ -894,3 +894,51 @@ def test_a_line_counting_the_data_of_a_split_is_no_validation(tmp_path):
     assert _steps(run) == [7, 14]
     assert run.events_of("validation") == []
     assert run.meta.parse[0].first_unrecognized == [1]
+
+
+def test_a_trainer_log_that_crashes_before_its_first_dict_is_read(tmp_path):
+    # the Trainer's banner, then a traceback glued onto the bar at 0/30, cut before its
+    # exception: an HF Trainer log with no record, and a crash
+    text = (
+        "[INFO|trainer.py:2078] 2024-06-01 16:22:16,125 >> ***** Running training *****\n"
+        "[INFO|trainer.py:2079] 2024-06-01 16:22:16,125 >>   Num examples = 1,000\n"
+        "  0%|          | 0/30 [00:00<?, ?it/s]Traceback (most recent call last):\n"
+        '  File "/workspace/src/llamafactory/launcher.py", line 9, in <module>\n'
+        "    launch()\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "hf-trainer-log"
+    assert run.metrics.height == 0
+    assert [(e.kind, e.cause, e.source.line) for e in run.events] == [
+        ("hardware_failure", "exception", 3)
+    ]
+
+
+def test_a_note_pasted_after_a_dict_is_no_part_of_it(tmp_path):
+    # an issue's dicts with the reporter's ``<-- spike #1 (step 4)`` beside one
+    rows = [(1.46, 14.98), (1.28, 9.78), (1.60, 7.64), (1.14, 92.10), (1.54, 29.00)]
+    text = "".join(f"{{'loss': {a:.2f},  'grad_norm':    {b:.2f}}}\n" for a, b in rows)
+    text = text.replace("92.10}\n", "92.10}    <-- spike #1 (step 4)\n")
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 2, 3, 4, 5]
+    assert run.metrics.get_column("grad_norm").to_list() == [b for _, b in rows]
+    assert not {"spike", "step_4"} & set(run.metrics.columns)
+
+
+def test_two_bare_counters_are_the_epoch_and_the_batch_in_it(tmp_path):
+    # Learning-to-See-in-the-Dark's ``print("%d %d Loss=%.3f Time=%.3f" % (epoch, cnt, ...))``:
+    # epoch 333 ends at batch 161, 334 starts over at 1; every record kept, no restart
+    rows = [(333, c) for c in (159, 160, 161)] + [(334, c) for c in (1, 2)]
+    text = "".join(f"{e} {c} Loss=nan Time=0.04{c % 10}\n" for e, c in rows)
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [332 * 161 + c for c in (159, 160, 161)] + [333 * 161 + 1, 333 * 161 + 2]
+    assert run.metrics.get_column("epoch").to_list() == [333.0] * 3 + [334.0] * 2
+    assert len(run.events_of("nonfinite")) == 5
+    assert run.events_of("restart") == []
+
+
+def test_a_second_bare_number_that_does_not_count_is_no_column(tmp_path):
+    text = "".join(f"{s} {s * 524288} loss {3 - s / 100}\n" for s in (10, 20, 30))
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [10, 20, 30]
+    assert "_counter" not in run.metrics.columns and "epoch" not in run.metrics.columns

@@ -81,3 +81,36 @@ def test_sniffed_inside_other_text_and_not_for_other_tables(tmp_path):
     assert trainer_table.sniff(["Training Loss and Step are below"]) == 0
     (run,) = parsers.read_logs(path)
     assert run.metrics.get_column("step").to_list() == [500, 1000]
+
+
+NOTEBOOK_TRAINING = """\
+the logs like:
+
+Step | Training Loss | reward | reward_std | kl | entropy
+-- | -- | -- | -- | -- | --
+1 | -0.283600 | 13.437500 | 21.810942 | nan | 0
+2 | -0.149100 | 6.931818 | 14.526671 | nan | No Log
+3 | -0.110500 | 6.250000 | 17.677670 | nan | No Log
+
+Step | Training Loss | reward | reward_std
+-- | -- | -- | --
+1 | -0.283600 | 13.437500 | 21.810942
+"""
+
+
+def test_a_notebook_table_of_training_logs_without_outer_bars():
+    # TRL's GRPO progress table as pasted from a notebook: no evaluation column, so each
+    # row is a training log with its own metrics; the table printed again is a repeat
+    p, lines = _parse(NOTEBOOK_TRAINING)
+    assert trainer_table.sniff(NOTEBOOK_TRAINING.splitlines()) == trainer_table.SNIFF_MAX
+    assert p.metrics.select("line", "step", "loss", "reward", "entropy").rows() == [
+        (5, 1, -0.2836, 13.4375, 0.0),
+        (6, 2, -0.1491, 6.931818, None),
+        (7, 3, -0.1105, 6.25, None),
+    ]
+    assert p.events == []
+    assert p.meta["caveats"] == [
+        "a Trainer progress table with no evaluation column: a row per training log; "
+        "1 row(s) repeat an earlier one and are not records"
+    ]
+    assert p.ignored == lines.height - 3

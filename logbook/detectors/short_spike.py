@@ -3,7 +3,10 @@
 A pasted excerpt of a few records (``6.44 -> 11.42 -> 7.16``) is a spike to anyone who
 reads it, yet gives ``loss_spike`` no window to measure noise in. Fires when, on a run
 of at most ``max_records`` (20) loss records, a loss is at least ``min_ratio`` (1.3)
-times the median of the records before it in its lineage (at least one record before). The finding
+times the median of the records before it in its lineage (at least one record before)
+and rises out of the range they span: ``above_max`` (1.15) times the highest of them,
+or ``clear_ratio`` (1.5) times their median (the excerpt's own swings are its noise:
+``0.56, 0.42, 0.65, 0.66`` is no spike). The finding
 (kind ``loss_spike``) spans the records until the loss is back under ``recovered_ratio``
 (1.2) times the baseline, or the end ("not recovered"), and says that the evidence is
 short. Severity: critical at ``critical_ratio`` (2x) or not recovered, warning otherwise.
@@ -30,6 +33,12 @@ class Config(DetectorConfig):
 
     max_records: int = Field(20, ge=2, description="Longest run (loss records) judged here.")
     min_ratio: float = Field(1.3, gt=1, description="Loss / median of the records before.")
+    above_max: float = Field(
+        1.15, ge=1, description="Loss / the highest record before, below clear_ratio."
+    )
+    clear_ratio: float = Field(
+        1.5, gt=1, description="Loss / median before that is a spike within their range."
+    )
     recovered_ratio: float = Field(1.2, gt=1, description="Back under this times the baseline.")
     critical_ratio: float = Field(2.0, gt=1, description="Peak / baseline that is critical.")
 
@@ -58,7 +67,10 @@ def _episodes(part: pl.DataFrame, cfg: Config) -> list[Finding]:
     out, i = [], 1
     while i < loss.size:
         base = float(np.median(loss[:i]))
-        if base <= 0 or loss[i] < cfg.min_ratio * base:
+        within = (
+            loss[i] < cfg.above_max * float(loss[:i].max()) and loss[i] < cfg.clear_ratio * base
+        )
+        if base <= 0 or loss[i] < cfg.min_ratio * base or within:
             i += 1
             continue
         j = i

@@ -42,7 +42,7 @@ RECORD_START = r"(?:samples/sec:[^|]*\|\s*)?iteration\s+(?P<step>\d+)\s*/\s*(?P<
 BLANK = r"\s*$"
 TABLE_ROW = r"^\s*\|.*\|\s*$"  # nvidia-smi and other tables printed by the job script
 ELISION = r"(?:\.{3}|\[\.\.\.\]|\(\.\.\.\)|…)\s*$"
-COMMENT = r"^\s*#"
+COMMENT = r"^\s*#|^\s*(?:```|~~~)[\w+.-]*\s*$"  # (a paste's markdown fences too)
 # The collector's ``# ---- (next pasted block) ----``: what follows may be another launch.
 SEPARATOR = r"^\s*#\s*-{3,}"
 SAVE_TIMER = r"save-checkpoint\W*:\s*\(?(?P<a>[\d.]+)(?:,\s*(?P<b>[\d.]+))?"
@@ -236,7 +236,10 @@ def resolve_other(text: pl.Series, codes: np.ndarray) -> np.ndarray:
     if not closed.all():  # spaces after the last ``|``, or a record wrapped or cut
         rest = np.flatnonzero(~closed)
         closed[rest] = contains(rec_text.gather(rest), vx(r"\|\s*$"))
-    open_rec = rec[~closed]
+    # a record wrapped right after a ``|`` ends in one too: one with no loss yet is open
+    # (a skipped step's record prints none, and the line after it is a record or event)
+    lossless = ~contains(rec_text, vx(r"(?i)loss"))
+    open_rec = rec[~closed | lossless]
     if open_rec.size:
         other = np.flatnonzero(codes == OTHER)
         t = _take(text, codes == OTHER)

@@ -105,7 +105,8 @@ ANY = "|".join(
 )
 # a Python traceback's lines that say nothing of their own (its first line, the lines
 # between chained exceptions, a caret marker; its indented frames are told by indentation)
-TRACEBACK_START = r"^Traceback \(most recent call last\)"
+# (also glued onto a progress bar's last state: ``0/30 [00:00<?, ?it/s]Traceback ...``)
+TRACEBACK_START = r"(?:^|[\]|]\s*)Traceback \(most recent call last\)"
 TRACEBACK_REACH = 200  # lines after a traceback's first line its exception may come
 # any crash evidence (one vectorized test; the cause is told by ``read_event``)
 CRASH_ANY = "|".join(f"(?:{p})" for _, p in CRASH_CAUSES)

@@ -25,7 +25,8 @@ from parsers.reader.records import (
 from parsers.reader.shapes import prepared, templates_of, with_kinds
 from parsers.reader.templates import Template
 
-COMMENT = r"^#(?:\s|$|-{3,})|^\[\.\.\.\]$|^\(\.\.\.\)$|^\.\.\.$"
+# collector comments, elisions, a paste's markdown fences
+COMMENT = r"^#(?:\s|$|-{3,})|^\[\.\.\.\]$|^\(\.\.\.\)$|^\.\.\.$|^(?:```|~~~)[\w+.-]*$"
 _EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
 
 

@@ -66,7 +66,7 @@ def finished(
         out.replace_column(out.get_column_index(name), out.get_column(name).rechunk())
     if not out.get_column("line").is_sorted():
         out = out.sort("line", maintain_order=True)
-    return _epoch_counter(_per_epoch(_finer_counter(typed(out)))), continued
+    return _epoch_counter(_per_epoch(_bare_counter(_finer_counter(typed(out))))), continued
 
 
 def _finer_counter(out: pl.DataFrame) -> pl.DataFrame:
@@ -110,6 +110,27 @@ def _per_epoch(out: pl.DataFrame) -> pl.DataFrame:
     return out.with_columns(pl.coalesce(counted, step).alias("step")).drop("_total")
 
 
+def _bare_counter(out: pl.DataFrame) -> pl.DataFrame:
+    """Two bare numbers leading a record (``333 154 Loss=nan Time=0.040``): where the
+    first repeats from record to record while the second counts up within it, they are
+    the epoch and the step in it (counted over the epochs by :func:`_epoch_counter`);
+    else the second is no column."""
+    if "_counter" not in out.columns:
+        return out
+    step, counter = out.get_column("step"), out.get_column("_counter").cast(pl.Float64)
+    ok = "epoch" not in out.columns and out.height > 2 and not step.null_count()
+    ok = ok and not counter.null_count() and bool((counter == counter.round()).all())
+    if ok:
+        same = (step.diff() == 0).fill_null(False)
+        grows = (counter.diff() > 0).fill_null(False)
+        ok = bool(same.any()) and bool((grows | ~same).all())
+    if not ok:
+        return out.drop("_counter")
+    return out.with_columns(
+        step.cast(pl.Float64).alias("epoch"), counter.cast(pl.Int64).alias("step")
+    ).drop("_counter")
+
+
 def _epoch_counter(out: pl.DataFrame) -> pl.DataFrame:
     """A ``step`` that counts within each epoch, printed with no total (MindSpore's
     ``epoch: 27 step: 100, loss is 1.23``; in sink mode every epoch's one record is at
@@ -131,7 +152,7 @@ def _epoch_counter(out: pl.DataFrame) -> pl.DataFrame:
     de, ds = np.diff(e), np.diff(st)
     new = de > 0  # (an epoch going back starts another run pasted after: counted alike)
     within = de == 0
-    if new.sum() < 2 or not ((de[new] == 1) & (ds[new] <= 0)).all() or (ds[within] <= 0).any():
+    if not new.any() or not ((de[new] == 1) & (ds[new] <= 0)).all() or (ds[within] <= 0).any():
         return out
     part = np.concatenate([[0], np.cumsum(de < 0)])
     length = np.zeros(len(e), dtype=np.int64)

@@ -115,9 +115,15 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
     out: list[Field] = []
     prev_end = 0
     bracketed = len(_BRACKET_FIELDS.findall(line)) >= 2
+    # a dict's values end at its closing brace (``{'loss': 1.14}    <-- spike (step 4)``:
+    # what follows is a note pasted beside it)
+    close = line.rfind("}") if _DICT.search(line) else -1
     for i, m in enumerate(NUMBER_RE.finditer(line)):
         pre = line[prev_end : m.start()]
         after = line[m.end() :]
+        if 0 <= close < m.start() and line[close + 1 : m.start()].strip():
+            out.append(Field(index=i, key=None, unit="", role="note"))
+            continue
         word = m.group().isalpha() and bool(_COUNTED_PRE.search(line[prev_end : m.start()]))
         if _IN_KEY.match(after) or (word and _COUNTED_AFTER.match(after)):
             # ``optim/LR (group 0)=1e-4``: the 0 names the key, as the nan does in
@@ -155,7 +161,7 @@ def _closes(after: str, unit: str) -> bool:
 def _assign(
     f: Field, key: str | None, unit: str, extra: dict[str, str] | None, whole: bool = False
 ) -> None:
-    if f.role in ("total", "mean", "position", "lead", "key"):
+    if f.role in ("total", "mean", "position", "lead", "key", "note"):
         return
     if key is None:
         if unit == "ms":  # an unnamed time per step (llama2.c's ``| 123.45ms |``)
@@ -341,6 +347,11 @@ def _lead_step(t: Template) -> None:
         return
     if first is not None and first.role in ("lead", "position"):
         first.role, first.column = "step", "step"
+        bare = second is not None and second.key is None and second.role == "value"
+        if bare and second.column is None and not second.pre.strip() and not second.unit:
+            # ``333 154 Loss=nan``: a second bare counter; the epoch and the batch in it
+            # where the first repeats while it counts (``records._bare_counter``)
+            second.column = "_counter"
         return
     # a count with its total (``Training  [  40/5000000]``): the step of the line
     for f, g in zip(t.fields, t.fields[1:], strict=False):
