@@ -186,7 +186,15 @@ def _in_shown(f: Finding, shown: list[Incident]) -> bool:
 
 
 # incidents that changed the run's course are shown before the largest spikes
-COURSE = ("crash", "restart", "divergence", "nonfinite", "loss_scale_collapse", "stall")
+COURSE = (
+    "crash",
+    "restart",
+    "divergence",
+    "nonfinite",
+    "zero_loss",
+    "loss_scale_collapse",
+    "stall",
+)
 
 
 def _score(inc: Incident) -> float:

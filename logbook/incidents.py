@@ -29,6 +29,7 @@ ORDER = (
     "grad_norm_spike",
     "loss_spike",
     "divergence",
+    "zero_loss",
     "nonfinite",
     "stall",
     "throughput_drop",

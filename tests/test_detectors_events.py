@@ -55,6 +55,26 @@ def test_manual_cut_at_a_restart_and_jump_inside_a_segment():
     assert (f.severity, f.step, f.evidence["at_restart"]) == ("warning", 1501, False)
 
 
+def test_drops_of_one_factor_with_a_flat_lr_between_are_a_step_schedule():
+    # the DDP tutorial's StepLR(gamma=0.95) stepped each epoch: 5.0 -> 4.75 -> 4.51
+    s = np.arange(10, 160, 10)
+    lr = np.where(s < 60, 5.0, np.where(s < 110, 4.75, 4.51))
+    run = Run(metrics=pl.DataFrame({"step": s, "lr": lr}))
+    fs = LR(build_context(run))
+    assert [(f.step, f.severity, f.evidence.get("schedule")) for f in fs] == [
+        (60, "info", "step"),
+        (110, "info", "step"),
+    ]
+    assert "a step schedule (2 drops of x0.95, flat between)" in fs[0].message
+    # one drop alone, or two of different factors: nothing says schedule
+    lr1 = np.where(s < 60, 5.0, 4.75)
+    fs = LR(build_context(Run(metrics=pl.DataFrame({"step": s, "lr": lr1}))))
+    assert [(f.step, f.severity) for f in fs] == [(60, "warning")]
+    lr2 = np.where(s < 60, 5.0, np.where(s < 110, 4.75, 2.5))
+    fs = LR(build_context(Run(metrics=pl.DataFrame({"step": s, "lr": lr2}))))
+    assert [(f.step, f.severity) for f in fs] == [(60, "warning"), (110, "warning")]
+
+
 def test_lr_constant_null_single_zero_and_parser_event():
     assert found(LR, Run(metrics=pl.DataFrame({"step": [1, 2, 3], "lr": [1e-4] * 3}))) == []
     nulls = pl.DataFrame({"step": [1, 2]}).with_columns(pl.lit(None, pl.Float64).alias("lr"))

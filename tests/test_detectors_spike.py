@@ -180,3 +180,26 @@ def test_detect_is_deterministic():
     a = [f.model_dump() for f in detect(run)]
     b = [f.model_dump() for f in detect(run)]
     assert a == b and [f["id"] for f in a] == ["loss_spike@400"]
+
+
+def test_a_new_level_after_a_gap_in_the_log_is_not_a_spike():
+    # a note's excerpt: steps 1-3, ``...``, 2498-2500 (the scale stuck at 1, the loss
+    # higher than at the start): nothing to judge the records after the gap by
+    steps = [1, 2, 3, 2498, 2499, 2500]
+    loss = [10.65, 10.64, 10.66, 12.67, 13.40, 12.55]
+    run = Run(metrics=pl.DataFrame({"step": steps, "loss": loss}))
+    assert spikes(LOSS, run) == []
+    # without the gap the same values rise 1.26x over a quiet baseline, and stay up
+    run = Run(metrics=pl.DataFrame({"step": [1, 2, 3, 4, 5, 6], "loss": loss}))
+    (f,) = spikes(LOSS, run)
+    assert (f.start_step, f.step, f.severity) == (4, 5, "critical")
+
+
+def test_gap_age_counts_records_since_the_last_gap():
+    from logbook.detectors._frame import NO_RESTART
+    from logbook.detectors._spike import gap_age
+
+    step = np.array([10, 20, 30, 5000, 5010, 5020, 40, 50])
+    lineage = np.array([0, 0, 0, 0, 0, 0, 1, 1])
+    far = NO_RESTART
+    assert gap_age(step, lineage).tolist() == [far, far, far, 0, 1, 2, far, far]

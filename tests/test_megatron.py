@@ -322,6 +322,19 @@ def test_validation_block():
     ]
 
 
+def test_megatron_deepspeeds_validation_on_a_sample_draw():
+    text = (
+        f"{rec(2500)}\n validation loss at iteration 2500 on 320-sample draw from validation "
+        "set | lm loss value: 1.360287E+01 | lm loss PPL: 8.084497E+05 | \n"
+        " validation loss at iteration 2500 on 320-sample draw from test set | lm loss value: "
+        "1.495915E+01 | lm loss PPL: 3.138158E+06 | \n"
+    )
+    got = [
+        (e["step"], e["split"], e["values"]["loss"]) for e in events(parse_text(text), "validation")
+    ]
+    assert got == [(2500, "valid", 13.60287), (2500, "test", 14.95915)]
+
+
 def test_a_checkpoint_save_is_one_event():
     text = (
         f"{rec(25)}\nsaving checkpoint at iteration      25 to /ckpt/a\n"

@@ -34,6 +34,7 @@ from logbook.detectors import (
     short_spike,
     stall,
     throughput,
+    zero_loss,
 )
 from logbook.detectors._base import SEVERITY_RANK, Detector, DetectorConfig
 from logbook.detectors._frame import Context, build_context
@@ -55,6 +56,7 @@ DETECTORS: dict[str, Detector] = {
     "restarts": restarts.DETECTOR,
     "crash": crash.DETECTOR,
     "short_spike": short_spike.DETECTOR,
+    "zero_loss": zero_loss.DETECTOR,
 }
 
 PRECURSORS = "precursors"  # the config section of precursor linking

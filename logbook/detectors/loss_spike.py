@@ -14,9 +14,10 @@ above), the slow downward trend, heavy-tailed noise (the noise scale is a median
 absolute differences; a spike needs ``min_records`` (2) records ``onset_z`` (4) deviations
 up, or a lone record of ``single_record_ratio``, 2x, or of ``lone_min_ratio`` (1.3x) that
 stands ``lone_z`` (8) deviations above a quiet baseline), the jump at
-a restart (the trajectory joins the resumed records to the checkpoint's, the first
-``restart_grace`` records after a restart need twice the deviation, and a new level from
-the first record of a relaunch is not a spike), constant input, and short history (with
+a restart or a gap in the log (the trajectory joins the resumed records to the
+checkpoint's, the first ``restart_grace`` records after a restart, or after steps jumping
+20 times the usual interval, need twice the deviation, and a new level from the first
+record of a relaunch or after the gap is not a spike), constant input, and short history (with
 fewer than ``min_history`` records before it, only a 2x jump counts, or a rise of
 ``early_ratio`` (1.3x) that one of the next two records holds: early in training the
 loss falls).

@@ -18,7 +18,8 @@ with nothing saying it was meant.
 
 Stays quiet on: the warm-up (any rise before the learning rate first stops rising, unless
 at a restart), cosine/linear/inverse-sqrt decay, the end of the warm-up, print rounding, a
-constant learning rate, fewer than two records.
+constant learning rate, fewer than two records. A step schedule (two drops or more of one
+factor, within 1%, the learning rate flat between them: StepLR, MultiStepLR) is info.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
         warm = ~ended & (lr[rows] > prev[rows]) & (age[rows] > 0)
         hit = (u >= cfg.min_rel_change) & ~warm
     segment = ctx.column("segment").to_numpy()[keep]
-    return [
+    found = [
         _finding(
             {
                 "step": int(step[i]),
@@ -114,6 +115,36 @@ def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
         )
         for i, v in zip(rows[hit].tolist(), u[hit].tolist(), strict=True)
     ]
+    _step_schedule(found, step, lr)
+    return found
+
+
+STEP_RATIO_TOL = 0.01  # drops of one factor: within 1% of each other
+FLAT_TOL = 0.005  # a plateau: the learning rate within 0.5% between two drops
+
+
+def _step_schedule(found: list[Finding], step: np.ndarray, lr: np.ndarray) -> None:
+    """Drops of one factor with the learning rate flat between them (StepLR,
+    MultiStepLR, an epoch-wise decay: ``5.0 -> 4.75 -> 4.51``) are a step schedule:
+    info, not a warning. Two drops at least; one alone says nothing of a schedule."""
+    drops = [f for f in found if f.evidence["ratio"] < 1 and not f.evidence["at_restart"]]
+    if len(drops) < 2:
+        return
+    ratios = np.array([f.evidence["ratio"] for f in drops])
+    if ratios.max() - ratios.min() > STEP_RATIO_TOL * ratios.max():
+        return
+    at = [int(np.searchsorted(step, f.step)) for f in drops]
+    for lo, hi in zip(at, at[1:], strict=False):
+        plateau = lr[lo:hi]
+        if plateau.size < 2 or plateau.max() - plateau.min() > FLAT_TOL * plateau.max():
+            return
+    for f in drops:
+        f.severity = "info"
+        f.evidence["schedule"] = "step"
+        f.message = f.message.replace(
+            "not explained by a smooth schedule",
+            f"a step schedule ({len(drops)} drops of x{ratios.mean():.3g}, flat between)",
+        )
 
 
 def _unexplained(

@@ -21,6 +21,7 @@ PRECURSOR_COLOR = "#ffbf00"
 FINDING_PANEL = {
     "loss_spike": "loss",
     "divergence": "loss",
+    "zero_loss": "loss",
     "stall": "loss",
     "grad_norm_spike": "grad_norm",
     "grad_norm_drift": "grad_norm",

@@ -32,7 +32,9 @@ EXCEPTION_ANCHORED = [
 ]
 # Found anywhere in the line.
 VALIDATION = (
-    r"(?:validation|valid) loss at (?:iteration\s+(?P<step>\d+)(?: on (?P<split>\w+) set)?"
+    # (Megatron-DeepSpeed: ``at iteration 2500 on 320-sample draw from validation set``)
+    r"(?:validation|valid) loss at (?:iteration\s+(?P<step>\d+)"
+    r"(?: on (?:\d+-sample draw from )?(?P<split>\w+) set)?"
     r"|the end of training for (?P<split2>\w+) data)\s*\|(?P<rest>.*)"
 )
 SAVE_PATTERNS = {
