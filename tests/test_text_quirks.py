@@ -942,3 +942,37 @@ def test_a_second_bare_number_that_does_not_count_is_no_column(tmp_path):
     (run,) = _runs(tmp_path, text)
     assert _steps(run) == [10, 20, 30]
     assert "_counter" not in run.metrics.columns and "epoch" not in run.metrics.columns
+
+
+def test_a_running_mean_named_in_its_parentheses_is_the_values_mean(tmp_path):
+    # UCTransNet's ``Loss:0.564 (Avg 0.5566) Dice:0.3038 (Avg 0.3144) LR 1.00e-03``
+    text = "".join(
+        f"   [Train] Epoch: [1][{s}/4899]  Loss:0.5{s} (Avg 0.55{s}) Dice:0.3{s} (Avg 0.31{s}) "
+        f"LR 1.00e-03   (AvgTime 1.4)\n"
+        for s in (367, 368, 369)
+    )
+    (run,) = _runs(tmp_path, text)
+    row = run.metrics.row(0, named=True)
+    assert (row["loss"], row["loss_avg"], row["dice"], row["dice_avg"]) == (
+        0.5367,
+        0.55367,
+        0.3367,
+        0.31367,
+    )
+    assert "avg" not in run.metrics.columns
+    assert not any(") " in c for c in run.meta.caveats)
+
+
+def test_a_count_within_a_key_is_no_value(tmp_path):
+    # pointer_summarizer's ``steps 8400, seconds for 100 batch: 56.97 , loss: nan``
+    text = "".join(
+        f">steps {s}, seconds for 100 batch: 5{k}.97 , loss: {v}\n"
+        for k, (s, v) in enumerate([(8300, "3.12"), (8400, "nan"), (8500, "nan")])
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "seconds_for_100_batch").rows() == [
+        (8300, 50.97),
+        (8400, 51.97),
+        (8500, 52.97),
+    ]
+    assert [e.step for e in run.events_of("nonfinite")] == [8400, 8500]

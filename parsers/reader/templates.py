@@ -26,7 +26,14 @@ _IN_KEY = re.compile(r"^\)\s*[:=]")  # a number closing a key's parentheses
 # ``number of nan iterations: 0`` (Megatron): a nan or inf within a counted thing's name
 _COUNTED_PRE = re.compile(r"(?i)\b(?:of|num|count|total)\s+$")
 _COUNTED_AFTER = re.compile(r"^\s+[A-Za-z_][\w ]{0,30}[:=]")
+# ``seconds for 100 batch: 56.97``, ``time per 100 iters: 5.2``: a count within a key
+_COUNT_PRE = re.compile(r"(?i)\b(?:for|per|over|every|last)\s+$")
+_COUNT_AFTER = re.compile(
+    r"(?i)^\s+(?:batch|batches|steps?|iters?|iterations?|samples?|tokens?|updates?|epochs?)"
+    r"\s*[:=]"
+)
 _NOUN = re.compile(r" ([A-Za-z]+)")
+_MEAN_WORD = re.compile(r"(?i)^\(\s*(?:avg|mean|average|ema)\s*[:=]?$")
 _TOKENS = re.compile(r"<(?:time|dur)>")
 _SEP = re.compile(r"[|,;{}\[\]\t\u2022]|\s{2,}|\s-\s|<time>|<dur>")
 _TRAIL = " \t:='\"[({<>-"
@@ -102,6 +109,7 @@ def _key(pre: str) -> str | None:
     if ":" in chunk:  # a logger's ``INFO:root:step`` or ``name:key``
         chunk = chunk.rsplit(":", 1)[-1].strip()
     chunk = chunk.strip("'\"` ")  # ``"message": "step 10``: the key is inside the string
+    chunk = chunk.lstrip(") ")  # ``(Avg 0.55) Dice:0.30``: the parenthesis closed before it
     if not chunk or not re.search(r"[A-Za-z]", chunk) or re.search(r"['\"`]", chunk):
         return None
     words = chunk.split()
@@ -124,8 +132,10 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
         if 0 <= close < m.start() and line[close + 1 : m.start()].strip():
             out.append(Field(index=i, key=None, unit="", role="note"))
             continue
-        word = m.group().isalpha() and bool(_COUNTED_PRE.search(line[prev_end : m.start()]))
-        if _IN_KEY.match(after) or (word and _COUNTED_AFTER.match(after)):
+        before = line[prev_end : m.start()]
+        word = m.group().isalpha() and bool(_COUNTED_PRE.search(before))
+        count = bool(_COUNT_PRE.search(before)) and bool(_COUNT_AFTER.match(after))
+        if _IN_KEY.match(after) or (word and _COUNTED_AFTER.match(after)) or count:
             # ``optim/LR (group 0)=1e-4``: the 0 names the key, as the nan does in
             # ``number of nan iterations: 0``
             out.append(Field(index=i, key=None, unit="", role="key"))
@@ -140,8 +150,13 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
             f.noun = noun.group(1).lower()
         if key is None and out and stripped.endswith("/"):
             f.role = "total"
-        elif key is None and out and stripped == "(" and _closes(after, unit) and out[-1].column:
-            f.role = "mean"
+        elif (
+            out
+            and out[-1].column
+            and _closes(after, unit)
+            and (stripped == "(" or (_MEAN_WORD.match(stripped) and key is not None))
+        ):  # ``loss: 6.91 (6.93)``, UCTransNet's ``Loss:0.564 (Avg 0.5566)``
+            f.role, f.key = "mean", None
             f.column = f"{out[-1].column}_avg"
             f.scale = out[-1].scale
         elif key is None and after[len(unit) :].lstrip().startswith("/"):
