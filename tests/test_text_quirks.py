@@ -976,3 +976,36 @@ def test_a_count_within_a_key_is_no_value(tmp_path):
         (8500, 52.97),
     ]
     assert [e.step for e in run.events_of("nonfinite")] == [8400, 8500]
+
+
+def test_a_loggers_bracketed_source_location_is_no_metric(tmp_path):
+    # a torchtitan descendant's ``[2025-02-03 09:22:59][I][mmm/train:458:__main__] step=10
+    # global_avg_loss=11.101408 ...``: the location is no column, the global average the loss
+    text = "".join(
+        f"[2025-02-03 09:22:{s:02d}][I][mmm/train:458:__main__] step={s} "
+        f"global_avg_loss={12 - s / 10:.6f} global_max_loss={12.5 - s / 10:.6f}\n"
+        for s in (1, 2, 3)
+    )
+    text += "[2025-02-03 09:22:04][I][ezpz/dist:869] Using device: cuda\n"
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss", "global_max_loss").rows() == [
+        (1, 11.9, 12.4),
+        (2, 11.8, 12.3),
+        (3, 11.7, 12.2),
+    ]
+    assert not {"mmm_train", "train", "ezpz_dist"} & set(run.metrics.columns)
+
+
+def test_a_save_line_and_the_bar_of_that_save_are_one_save(tmp_path):
+    # nanotron: ``Saving checkpoint at checkpoints/10`` then ``Saving weights: 100%|...``
+    text = (
+        "iteration: 9 / 15 | lm_loss: 9.1\niteration: 10 / 15 | lm_loss: 9.0\n"
+        "[WARNING|DP=0|PP=0|TP=0]: Saving checkpoint at checkpoints/10\n"
+        "Saving weights: 100%|##########| 15/15 [00:00<00:00, 55.6it/s]\n"
+        "iteration: 11 / 15 | lm_loss: 8.9\n"
+        "Saving checkpoint at checkpoints/11\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    saves = [(e.step, e.source.line) for e in run.events_of("checkpoint_save")]
+    assert saves == [(10, 3), (11, 6)]
+    assert run.meta.parse[0].unrecognized == 0

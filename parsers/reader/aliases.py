@@ -50,6 +50,7 @@ ALIASES: dict[str, str] = {
     "loss_train": "loss",  # LitGPT: ``loss train: 2.846, val: 2.861``
     "loss_train_curr": "loss",  # LitGPT 2024: ``loss train (curr): 1.657``
     "lm_loss": "loss",
+    "global_avg_loss": "loss",  # torchtitan's descendants: ``global_avg_loss=11.10``
     "loss_is": "loss",  # MindSpore's LossMonitor: ``epoch: 1 step: 100, loss is 2.3456``
     "train_loss": "loss",
     "training_loss": "loss",

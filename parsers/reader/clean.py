@@ -43,6 +43,12 @@ KERAS_GLUED = r"([^\s])Epoch \d{5}: .*$"
 GLOG = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\d+\s+[\w.-]+:\d+\]\s?"
 # a Python logger's ``(%(filename)s %(lineno)d):`` (Swin Transformer and its forks)
 SOURCE_AT = r"\([\w.-]+\.py[ :]\d+\):?\s"
+# a logger's source location in brackets: ``[mmm/train:458:__main__]``, ``[ezpz/dist:869]``
+# (a path or a module and a line number, with the function or not)
+CALL_AT = (
+    r"\[[A-Za-z_][\w-]*(?:[/.][\w-]+)+:\d+(?::[\w.<>-]+)?\]"
+    r"|\[[A-Za-z_][\w./-]*:\d+:[\w.<>-]+\]"
+)
 # a logger's tag of ``|``-separated fields: a level or a ``KEY=value`` first, then
 # ranks, a host, a source location or a stamp (nanotron's ``[INFO|DP=0|PP=0|TP=0|host]:``,
 # ``[WARNING|DP=1|PP=0|TP=0]:``; transformers' ``[INFO|trainer.py:1815]``; LLaMA-Factory's
@@ -76,6 +82,8 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
         frame = frame.with_columns(s.str.replace(LOGGER_AT, " "))
     if text.str.contains(".py", literal=True).any():
         frame = frame.with_columns(s.str.replace(SOURCE_AT, " "))
+    if text.str.contains(r":\d+[\]:]").any():
+        frame = frame.with_columns(s.str.replace(CALL_AT, " "))
     # (the stamp first: a tag may hold it)
     frame = frame.with_columns(s.str.extract(f"({STAMP})", 1).alias("stamp"))
     if text.str.contains("|", literal=True).any():

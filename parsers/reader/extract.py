@@ -133,12 +133,28 @@ def _events(
         printed = _engine_steps(df)
         printed.update(zip(rec_lines.tolist(), rec_steps.tolist(), strict=True))
         _skipped_steps(overflows, rec_lines, rec_steps, printed)
+    found.sort(key=lambda e: e.source.line if e.source else 0)
     for ev in found:
         if ev.kind == "overflow_skip" and out and _same_overflow(out[-1], ev):
             continue  # every rank says it: one event
+        if ev.kind == "checkpoint_save" and _same_save(out, ev, rec_lines):
+            continue  # ``Saving checkpoint at .../10`` then its ``Saving weights: 100%`` bar
         out.append(ev)
     out.sort(key=lambda e: e.source.line if e.source else 0)
     return out, pl.Series("line", lines, pl.Int64)
+
+
+def _same_save(out: list[EventBase], ev: EventBase, rec_lines: np.ndarray) -> bool:
+    """Whether a save line tells of the save before it: the same step (or none), no
+    record between them."""
+    prev = next((e for e in reversed(out) if e.kind == "checkpoint_save"), None)
+    if prev is None or prev.source is None or ev.source is None:
+        return False
+    if prev.step is not None and ev.step is not None and prev.step != ev.step:
+        return False
+    lo, hi = prev.source.line or 0, ev.source.line or 0
+    between = int(np.searchsorted(rec_lines, hi)) - int(np.searchsorted(rec_lines, lo, "right"))
+    return between == 0
 
 
 def _glued_crashes(
