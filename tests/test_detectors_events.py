@@ -75,6 +75,16 @@ def test_drops_of_one_factor_with_a_flat_lr_between_are_a_step_schedule():
     assert [(f.step, f.severity) for f in fs] == [(60, "warning"), (110, "warning")]
 
 
+def test_the_tail_of_a_decay_to_zero_and_a_gap_in_the_log_are_no_jumps():
+    # LLaMA-Factory's trainer_log.jsonl of a cosine decay to 0: 8.1e-10 -> 6.7e-12 at
+    # the end is a large ratio of nothing; rows 1000 -> 6730 were cut from the file
+    s = np.r_[np.arange(10, 1010, 10), [6730, 6740, 6750]]
+    lr = np.r_[
+        1e-4 * np.cos(np.pi / 2 * np.arange(10, 1010, 10) / 6750), [2.95e-9, 8.09e-10, 6.69e-12]
+    ]
+    assert found(LR, Run(metrics=pl.DataFrame({"step": s, "lr": lr}))) == []
+
+
 def test_lr_constant_null_single_zero_and_parser_event():
     assert found(LR, Run(metrics=pl.DataFrame({"step": [1, 2, 3], "lr": [1e-4] * 3}))) == []
     nulls = pl.DataFrame({"step": [1, 2]}).with_columns(pl.lit(None, pl.Float64).alias("lr"))

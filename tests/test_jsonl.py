@@ -258,3 +258,29 @@ def test_tensorboard_tags_of_detector_metrics_in_other_namespaces():
         "stats/attn_logit_max": "attn_logit_max",
         "layer_norm": "layer_norm",  # not a norm the detectors watch
     }
+
+
+def test_a_log_of_one_line_per_epoch_counts_its_records_by_epoch():
+    # MAE's and DeiT's ``log.txt``: ``{"train_lr": ..., "train_loss": ..., "epoch": 0}``
+    text = "".join(
+        f'{{"train_lr": 7.8e-0{7 - e}, "train_loss": {2.07 - e / 10:.2f}, "epoch": {e}}}\n'
+        for e in range(3)
+    )
+    parsed = parse_text(text)
+    assert column(parsed, "step") == [0, 1, 2]
+    assert column(parsed, "loss") == [2.07, 1.97, 1.87]
+    assert parsed.meta["caveats"] == [
+        "no step in the file: the epoch is the step (a record per epoch)"
+    ]
+
+
+def test_rows_of_progress_only_are_no_records():
+    # LLaMA-Factory's trainer_log.jsonl of a prediction job: steps, percentage, times
+    text = "".join(
+        f'{{"current_steps": {s}, "total_steps": 250, "percentage": {s / 2.5:.1f}, '
+        f'"elapsed_time": "0:00:{s // 5:02d}", "remaining_time": "0:01:00"}}\n'
+        for s in (5, 10, 15)
+    )
+    parsed = parse_text(text)
+    assert parsed.metrics.height == 0
+    assert parsed.ignored == 3

@@ -18,8 +18,11 @@ with nothing saying it was meant.
 
 Stays quiet on: the warm-up (any rise before the learning rate first stops rising, unless
 at a restart), cosine/linear/inverse-sqrt decay, the end of the warm-up, print rounding, a
-constant learning rate, fewer than two records. A step schedule (two drops or more of one
-factor, within 1%, the learning rate flat between them: StepLR, MultiStepLR) is info.
+constant learning rate, fewer than two records, changes between values under
+``floor_frac`` (1%) of the run's largest learning rate (the tail of a decay to zero), a
+change across a gap in the log (steps jumping 20 times the usual interval). A step
+schedule (two drops or more of one factor, within 1%, the learning rate flat between
+them: StepLR, MultiStepLR) is info.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pydantic import Field
 
 from logbook.detectors._base import Detector, DetectorConfig, finding, fmt
 from logbook.detectors._frame import Context
+from logbook.detectors._spike import gap_age
 from logbook.schema import Finding, LrChange
 
 NAME = "lr_change"
@@ -42,6 +46,12 @@ class Config(DetectorConfig):
 
     min_rel_change: float = Field(
         0.02, gt=0, description="Unexplained change, relative to the learning rate, that fires."
+    )
+    floor_frac: float = Field(
+        0.01,
+        ge=0,
+        description="Changes between values below this fraction of the run's largest "
+        "learning rate are not judged (the tail of a decay to zero).",
     )
 
 
@@ -100,7 +110,12 @@ def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
         # relaunch set it)
         ended = np.maximum.accumulate(lr <= prev)[rows]
         warm = ~ended & (lr[rows] > prev[rows]) & (age[rows] > 0)
-        hit = (u >= cfg.min_rel_change) & ~warm
+        # the end of a decay to zero (8.1e-10 -> 6.7e-12: a large ratio of nothing) and
+        # a comparison across a gap in the log (steps jumping 20 times the usual
+        # interval: the schedule moved on unseen) say nothing of a jump
+        tiny = np.fmax(lr[rows], prev[rows]) < cfg.floor_frac * float(lr.max())
+        gapped = gap_age(step, np.zeros(step.size, np.int32))[rows] == 0
+        hit = (u >= cfg.min_rel_change) & ~warm & ~tiny & ~gapped
     segment = ctx.column("segment").to_numpy()[keep]
     found = [
         _finding(

@@ -127,12 +127,28 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         ]
     )
     ignored = int((blank | comment).sum()) + table.ignored
+    metrics, caveats = _epochs_as_steps(table.metrics)
     return Parsed(
-        metrics=with_core(table.metrics),
+        metrics=with_core(metrics),
         events=events,
+        meta={"caveats": caveats} if caveats else {},
         unrecognized=pl.Series("line", np.sort(unrec), dtype=pl.Int64),
         ignored=ignored,
     )
+
+
+def _epochs_as_steps(metrics: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """A file with no step but a whole-number ``epoch`` on every record (MAE's and
+    DeiT's ``log.txt``: a line per epoch) counts its records by epoch."""
+    has_step = "step" in metrics.columns and metrics.get_column("step").is_not_null().any()
+    if has_step or "epoch" not in metrics.columns or metrics.height == 0:
+        return metrics, []
+    epoch = metrics.get_column("epoch").cast(pl.Float64, strict=False)
+    if epoch.null_count() or not bool((epoch == epoch.round()).all()) or epoch.min() < 0:
+        return metrics, []
+    return metrics.with_columns(epoch.cast(pl.Int64).alias("step")), [
+        "no step in the file: the epoch is the step (a record per epoch)"
+    ]
 
 
 _NULL_KEY = r'"([^"\\]{1,200})"\s*:\s*null\b'

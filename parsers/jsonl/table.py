@@ -164,7 +164,11 @@ def _split(table: pl.DataFrame) -> Table:
         # an evaluation, whatever bookkeeping it shares (mmengine's ``data_time``, ``time``)
         has_train = has_train & (pl.col("loss").is_not_null() | ~has_eval)
     measured = [c for c in steady if c not in _PROGRESS]
-    if "loss" in measured and table.get_column("loss").is_not_null().any():
+    if not measured and steady:
+        # only progress values on every row (LLaMA-Factory's trainer_log.jsonl of a
+        # prediction job: steps, percentage, times): no training to read
+        has_train = pl.lit(False)
+    elif "loss" in measured and table.get_column("loss").is_not_null().any():
         # a row that has only progress values (epoch, percentage, ...) is bookkeeping,
         # not a step whose loss was lost: LLaMA-Factory's closing row of
         # trainer_log.jsonl writes null for its loss and lr
