@@ -7,11 +7,14 @@ guess can be checked. Other formats score higher when they recognize their own l
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
 from parsers import reader
+from parsers.reader import events
 
 NAME = "text"
 DESCRIPTION = "any log of repeated step-and-metrics lines (key: value, key=value, dicts)"
@@ -26,9 +29,16 @@ STREAMS = True  # each line read on its own: a large file is read in blocks
 
 
 def sniff(head: list[str]) -> int:
-    """20 with two or more records of a repeated shape, 10 with one."""
+    """20 with two or more records of a repeated shape, 10 with one, 1 with no record but
+    crash evidence (a job that died before its first record: its log is read for the
+    crash)."""
     n = reader.sniff_records(head)
-    return 20 if n >= 2 else 10 if n == 1 else 0
+    if n:
+        return 20 if n >= 2 else 10
+    return 1 if any(_CRASH.search(line) for line in head) else 0
+
+
+_CRASH = re.compile(f"{events.TRACEBACK_START}|{events.CRASH_ANY}")
 
 
 def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:

@@ -105,3 +105,16 @@ def test_fail_on_warning_fails_a_log_that_only_shows_a_crash(tmp_path):
         "critical                -  crash (oom) before any record, line 2",
         "1 finding(s): 1 critical, 0 warning, 0 info",
     ]
+
+
+def test_a_crash_is_after_the_last_record_written_not_the_largest_step(tmp_path):
+    # a second launch from step 0 that is cancelled at 300, after a first one reached 900
+    path = tmp_path / "x.log"
+    text = "".join(f"step {s} | loss {3 - s / 1000:.3f}\n" for s in (700, 800, 900))
+    text += "".join(f"step {s} | loss {3 - s / 1000:.3f}\n" for s in (100, 200, 300))
+    text += "slurmstepd: error: *** JOB 334949 ON node17 CANCELLED AT 2025-01-01T10:00:00 ***\n"
+    path.write_text(text)
+    runs = parsers.read_logs(path)
+    crash = [f for r in runs for f in detect(r) if f.kind == "crash"]
+    assert [(f.step, f.evidence["cause"]) for f in crash] == [(300, "cancelled")]
+    assert crash[0].message.startswith("run stopped after step 300: cancelled")

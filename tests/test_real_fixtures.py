@@ -46,6 +46,12 @@ KNOWN_GAPS = {
         "DeepSpeed 2020's timer lines and ``[2, 12000] loss:``"
     ),
     "maxtext/xpk_large_scale_guide_commented_pdt_timestamp_lines_elided": "a log in comments",
+    "text/grpo_gemma2_lora_unnumbered_loss_lines_with_eval_text_step_headings": (
+        "lines without a step among records with one"
+    ),
+    "text/mnist_cpu_vs_mps_two_runs_bracket_epoch_batch": (
+        "labelled 1..30 (no epoch length printed); read (epoch - 1) x 900 + batch"
+    ),
     "text/learning_to_see_in_dark_issue117_epoch_iter_loss_nan_counter_reset": (
         "two bare counters, epoch and batch"
     ),
@@ -140,6 +146,9 @@ def test_nine_in_ten_labelled_incidents_are_events_or_findings():
 CRASH_MISSES = {
     "detectron2/d2_214_2019_format_stops_at_790": "the exception itself is not in the paste",
     "hf_trainer/malaysia_ai_ray_gpt2_resume_ckpt200_after_s3_timeout": "workers' bars out of order",
+    "detectron2/cdfsod_devit_artaxor_1shot_crash_at_iter0_then_relaunch_40_iters": (
+        "detectron2's start-up banner is no launch: the crash before it ends nothing"
+    ),
 }
 
 

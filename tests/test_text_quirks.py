@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 import parsers
+from logbook.detectors import detect
 from logbook.errors import InputError
 from logbook.run import Run
 
@@ -1009,3 +1010,77 @@ def test_a_save_line_and_the_bar_of_that_save_are_one_save(tmp_path):
     saves = [(e.step, e.source.line) for e in run.events_of("checkpoint_save")]
     assert saves == [(10, 3), (11, 6)]
     assert run.meta.parse[0].unrecognized == 0
+
+
+def test_a_tracebacks_source_lines_are_no_events(tmp_path):
+    # oumi's OOM traceback quotes ``self._hf_trainer.train(resume_from_checkpoint=...)``:
+    # code under a ``File "..."`` frame, not a resume
+    text = (
+        "step 1 | loss 2.5\nstep 2 | loss 2.4\nTraceback (most recent call last):\n"
+        '  File "/app/train.py", line 12, in <module>\n'
+        "    self._hf_trainer.train(resume_from_checkpoint=resume_from_checkpoint)\n"
+        '  File "/app/x.py", line 3, in train\n    save_checkpoint(model)\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert [(e.kind, e.cause, e.source.line) for e in run.events] == [
+        ("hardware_failure", "oom", 8)
+    ]
+    assert run.meta.parse[0].unrecognized == 0
+
+
+def test_pytorch_tutorials_epoch_and_batch_in_brackets(tmp_path):
+    # ``print(f"[{epoch + 1}, {i + 1:5d}] loss: {running_loss / 300:.3f}")``: the batch
+    # counts within the epoch; no record dropped as a copy of another
+    rows = [(e, b) for e in (1, 2, 3) for b in (300, 600, 900)]
+    text = "".join(f"[{e}, {b:5d}]: loss: 0.{9 - e}{b // 300} , acc: 9{e}.5\n" for e, b in rows)
+    text += "[3 / 10]: Accuracy on test set: 96.5 %\n"
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [(e - 1) * 900 + b for e, b in rows]
+    assert run.metrics.get_column("epoch").to_list() == [1.0] * 3 + [2.0] * 3 + [3.0] * 3
+
+
+def test_a_counter_with_its_total_and_one_value_after_a_colon_is_the_loss(tmp_path):
+    # makemore's notebooks: ``f'{i:7d}/{max_steps:7d}: {loss.item():.4f}'``
+    losses = [3.3239, 2.0322, 2.5675]
+    text = "".join(f"{k * 10000:7d}/ 200000: {v:.4f}\n" for k, v in enumerate(losses))
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [0, 10000, 20000]
+    assert run.metrics.get_column("loss").to_list() == losses
+
+
+def test_a_command_lines_save_flag_is_no_checkpoint_save(tmp_path):
+    text = (
+        "| epoch   1 |   200/ 2983 batches | lr 20.00 | loss  7.61\n"
+        "| epoch   1 |   400/ 2983 batches | lr 20.00 | loss  7.01\n"
+        "python main.py --cuda --epochs 6 --save model_RNN_TANH.pt\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.events_of("checkpoint_save") == []
+
+
+def test_a_far_record_that_repeats_a_step_and_its_rounded_loss_is_kept(tmp_path):
+    # two runs pasted one after the other: run 2's step 8 has run 1's loss to 3 digits
+    first = [2.1, 1.9, 1.7, 1.5, 1.3, 1.2, 1.1, 1.05]
+    second = [2.2, 1.95, 1.75, 1.55, 1.35, 1.25, 1.12, 1.05]
+    text = "".join(f"step {s} | loss {v:.3f}\n" for s, v in enumerate(first, 1))
+    text += "#### USING MPS\n"
+    text += "".join(f"step {s} | loss {v:.3f}\n" for s, v in enumerate(second, 1))
+    runs = _runs(tmp_path, text)
+    assert [len(r.metrics) for r in runs] == [8, 8]
+
+
+def test_a_log_of_a_job_that_died_before_its_first_record_is_read_for_the_crash(tmp_path):
+    # start-up warnings, a bar at 0/1000, then the OOM: no record, no format's marks
+    text = (
+        "WARNING:accelerate.utils.other:Detected kernel version 4.18.0\n"
+        "  0%|          | 0/1000 [00:00<?, ?it/s]Too many dataloader workers: 2\n"
+        "Traceback (most recent call last):\n"
+        '  File "/env/bin/oumi", line 8, in <module>\n    sys.exit(run())\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB.\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "text"
+    assert run.metrics.height == 0
+    assert [(e.kind, e.cause) for e in run.events] == [("hardware_failure", "oom")]
+    assert [f.kind for f in detect(run)] == ["crash"]

@@ -63,10 +63,13 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
     last_pos = (-1, -1)
     last_step = None
     if m.height:
-        tail = m.select(pl.col("source", "line").fill_null(0)).sort(["source", "line"]).row(-1)
+        order = m.select(pl.col("source", "line").fill_null(0), "step").sort(["source", "line"])
+        tail = order.row(-1)
         last_pos = (int(tail[0]), int(tail[1]))
-        steps = m.get_column("step").drop_nulls()
-        last_step = int(steps.max()) if steps.len() else None  # type: ignore[arg-type]
+        # the step of the last record written (a second run from step 0 ends lower than
+        # the first one reached), else the largest
+        steps = order.get_column("step").drop_nulls()
+        last_step = int(steps[-1]) if steps.len() else None
     # evidence after the last record and the last restart (none without a source)
     bound = max([last_pos, *(_pos(e, files) for e in events if isinstance(e, Restart))])
     # (a message that says training stops, at the last step recorded, ends it wherever

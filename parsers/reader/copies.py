@@ -64,9 +64,20 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         loss.fill_nan(None).alias("l"),
         loss.is_nan().alias("n"),
     )
-    copy = ~(key.is_first_distinct() | pl.col("step").is_null() | pl.col("loss").is_null())
+    raw = ~(key.is_first_distinct() | pl.col("step").is_null() | pl.col("loss").is_null())
+    # a copy comes near its record (ranks interleaved) or among other copies (a rank's
+    # block after another's); one record far from the first that happens to repeat its
+    # step and rounded loss (a second run pasted after the first) is a record
+    flags = rows.select(raw.alias("c"), (pl.col("_i") - pl.col("_i").first().over(key)).alias("d"))
+    c = flags.get_column("c")
+    support = (
+        (flags.get_column("d") <= NEAR_ROWS)
+        | c.shift(1, fill_value=False)
+        | c.shift(-1, fill_value=False)
+    )
+    copy = pl.Series(c & support)
     if twice:
-        copy = copy | pl.col("_near")
+        copy = copy | rows.get_column("_near")
     gone = rows.filter(copy).get_column("_i")
     if gone.len() == 0:
         return parsed

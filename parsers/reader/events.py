@@ -86,8 +86,8 @@ RESUME = (
     r"continuing training from|restor(?:ed|ing) (?:from )?checkpoint|"
     r"resume_from_checkpoint|auto[- ]?resum"
 )
-SAVE = (
-    r"(?i)sav(?:e|ed|ing) (?:model )?(?:checkpoint|ckpt|model)|checkpoint saved|"
+SAVE = (  # (not a command line's ``--save model.pt`` flag)
+    r"(?i)(?:^|[^-\w])sav(?:e|ed|ing) (?:model )?(?:checkpoint|ckpt|model)|checkpoint saved|"
     r"saved checkpoint|Saving (?:model )?weights|saving model to"
 )
 OVERFLOW = (

@@ -49,8 +49,13 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
     continued = pl.concat([continued, epoch_lines])
     found = records.get_column("line")
     # lines that may hold an event (launches, crashes, saves...): read once records are known
+    # (a traceback's source line under its ``File "..."`` frame is code, not an event:
+    # ``self.train(resume_from_checkpoint=resume_from_checkpoint)``)
+    code = pl.col("indented") & pl.col("body").shift(1).str.starts_with('File "').fill_null(False)
     maybe = df.filter(
-        (pl.col("kind") != "record").fill_null(True) & pl.col("body").str.contains(events.ANY)
+        (pl.col("kind") != "record").fill_null(True)
+        & pl.col("body").str.contains(events.ANY)
+        & ~code
     ).get_column("line")
     records, copies = dedupe(records, maybe)
     meta: dict = {"rank_copies": copies, "continued_lines": continued.len()}

@@ -217,10 +217,21 @@ def template(
     _one_step(t)
     _epoch_before_position(t)
     _dedupe(t)
+    _unnamed_loss(t, example)
     t.kind = _kind(t, example, any_value)
     if t.kind == "record":
         _lead_step(t)
     return t
+
+
+def _unnamed_loss(t: Template, example: str) -> None:
+    """``  10000/ 200000: 2.0322`` (makemore's notebooks): a counter with its total and one
+    value after a colon, nothing named: the value is the loss."""
+    if [f.role for f in t.fields] != ["position", "total", "value"]:
+        return
+    last = t.fields[2]
+    if last.key is None and last.pre.strip() == ":" and not last.unit and ":" not in example[:1]:
+        last.column = "loss"
 
 
 def _epoch_before_position(t: Template) -> None:
@@ -363,7 +374,9 @@ def _lead_step(t: Template) -> None:
     if first is not None and first.role in ("lead", "position"):
         first.role, first.column = "step", "step"
         bare = second is not None and second.key is None and second.role == "value"
-        if bare and second.column is None and not second.pre.strip() and not second.unit:
+        # (``333 154 Loss=nan``; PyTorch's tutorials: ``[1,  2000] loss: 2.187``)
+        apart = second is not None and second.pre.strip() in ("", ",")
+        if bare and second.column is None and apart and not second.unit:
             # ``333 154 Loss=nan``: a second bare counter; the epoch and the batch in it
             # where the first repeats while it counts (``records._bare_counter``)
             second.column = "_counter"
