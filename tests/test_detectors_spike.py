@@ -203,3 +203,10 @@ def test_gap_age_counts_records_since_the_last_gap():
     lineage = np.array([0, 0, 0, 0, 0, 0, 1, 1])
     far = NO_RESTART
     assert gap_age(step, lineage).tolist() == [far, far, far, 0, 1, 2, far, far]
+
+
+def test_a_signed_loss_is_not_judged_by_ratios():
+    # a GRPO loss around zero: 0.0001 -> 0.0008 is "8x" of nothing
+    loss = [-0.0784, 0.0001, -0.02, 0.0003, 0.0001, 0.0001, 0.0008, 0.0002, -0.01, 0.0001]
+    run = Run(metrics=pl.DataFrame({"step": list(range(25, 275, 25)), "loss": loss}))
+    assert [f for f in detect(run) if f.kind in ("loss_spike", "divergence")] == []

@@ -116,6 +116,14 @@ class Context:
         }
         return rows_of(base, y)
 
+    def signed(self, column: str) -> bool:
+        """Whether ``column`` takes negative values: a signed objective (a GRPO or PPO
+        loss, a negative log-likelihood bound), whose ratios mean nothing."""
+        if column not in self.columns:
+            return False
+        low = self.column(column).cast(pl.Float64, strict=False).fill_nan(None).min()
+        return low is not None and float(low) < 0  # type: ignore[arg-type]
+
     def has(self, column: str) -> bool:
         """Whether the frame has the column with at least one finite or non-null value."""
         if column not in self._has:

@@ -138,8 +138,8 @@ def gap_age(step: np.ndarray, lineage: np.ndarray) -> np.ndarray:
 
 def detect_spikes(ctx: Context, cfg: SpikeConfig, kind: str, detector: str) -> list[Finding]:
     """Spike episodes of ``cfg.column`` in every lineage of the context."""
-    if not ctx.has(cfg.column):
-        return []
+    if not ctx.has(cfg.column) or ctx.signed(cfg.column):
+        return []  # (a signed metric's ratios mean nothing: its spikes are not judged)
     rows = ctx.rows(cfg.column)
     if rows.size == 0:
         return []

@@ -14,7 +14,8 @@ where the team rewound):
 The finding starts at the first record of the final elevated (or non-finite) stretch and
 fires where the ratio first reaches ``min_ratio``. Severity: critical.
 
-Stays quiet on: spikes that recover, the warm-up descent, a missing loss at the end when
+Stays quiet on: a loss that takes negative values (the rising rule; a signed objective),
+spikes that recover, the warm-up descent, a missing loss at the end when
 the scaler skipped those iterations,
 noise, constant input, runs shorter than ``min_records``.
 """
@@ -53,6 +54,8 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
 
 
 def _rising(ctx: Context, cfg: Config) -> list[Finding]:
+    if ctx.signed("loss"):
+        return []  # (a signed objective rises and falls through zero: no ratio to judge)
     rows = ctx.rows("loss")
     if rows.size == 0:
         return []

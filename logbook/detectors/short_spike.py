@@ -11,8 +11,9 @@ or ``clear_ratio`` (1.5) times their median (the excerpt's own swings are its no
 (1.2) times the baseline, or the end ("not recovered"), and says that the evidence is
 short. Severity: critical at ``critical_ratio`` (2x) or not recovered, warning otherwise.
 
-Stays quiet on: longer runs (``loss_spike`` judges them), a falling loss, a first
-record, constant input, steps where ``loss_spike`` already found a spike.
+Stays quiet on: longer runs (``loss_spike`` judges them), a loss that takes negative
+values (a signed objective: ratios mean nothing), a falling loss, a first record,
+constant input, steps where ``loss_spike`` already found a spike.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ RATIO_MAX = 1e300  # a ratio beyond this is a damaged value's: reported as this
 
 
 def detect(ctx: Context, cfg: Config) -> list[Finding]:
-    if not ctx.has("loss"):
+    if not ctx.has("loss") or ctx.signed("loss"):
         return []
     d = ctx.select(["lineage", "step", "segment", "loss"]).filter(
         pl.col("loss").is_not_null() & pl.col("loss").is_finite()
