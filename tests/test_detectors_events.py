@@ -85,6 +85,19 @@ def test_the_tail_of_a_decay_to_zero_and_a_gap_in_the_log_are_no_jumps():
     assert found(LR, Run(metrics=pl.DataFrame({"step": s, "lr": lr}))) == []
 
 
+def test_a_decay_that_steepens_between_records_of_one_epoch_each_is_no_jump():
+    # Keras 3 with a warm-up then a cosine, logged once an epoch: 4.8e-6 -> 4.723e-6 ->
+    # 4.498e-6 steepens by 3% of the LR between two records: the schedule's curvature
+    s = [183, 366, 549, 732, 915]
+    lr = [1e-06, 2.9e-06, 4.8e-06, 4.723e-06, 4.4984e-06]
+    assert found(LR, Run(metrics=pl.DataFrame({"step": s, "lr": lr}))) == []
+    # a cut to half after a fall is a jump still
+    lr2 = [1e-06, 2.9e-06, 4.8e-06, 4.723e-06, 2.36e-06]
+    assert [f[:3] for f in found(LR, Run(metrics=pl.DataFrame({"step": s, "lr": lr2})))] == [
+        ("lr_change", "warning", 915)
+    ]
+
+
 def test_lr_constant_null_single_zero_and_parser_event():
     assert found(LR, Run(metrics=pl.DataFrame({"step": [1, 2, 3], "lr": [1e-4] * 3}))) == []
     nulls = pl.DataFrame({"step": [1, 2]}).with_columns(pl.lit(None, pl.Float64).alias("lr"))

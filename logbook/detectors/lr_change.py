@@ -20,7 +20,9 @@ Stays quiet on: the warm-up (any rise before the learning rate first stops risin
 at a restart), cosine/linear/inverse-sqrt decay, the end of the warm-up, print rounding, a
 constant learning rate, fewer than two records, changes between values under
 ``floor_frac`` (1%) of the run's largest learning rate (the tail of a decay to zero), a
-change across a gap in the log (steps jumping 20 times the usual interval). A step
+change across a gap in the log (steps jumping 20 times the usual interval), a fall of
+under ``bend_frac`` (10%) right after a fall (a decay that steepens between coarse
+records: a cosine logged once an epoch; not at a restart). A step
 schedule (two drops or more of one factor, within 1%, the learning rate flat between
 them: StepLR, MultiStepLR) is info.
 """
@@ -46,6 +48,13 @@ class Config(DetectorConfig):
 
     min_rel_change: float = Field(
         0.02, gt=0, description="Unexplained change, relative to the learning rate, that fires."
+    )
+    bend_frac: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="A fall under this fraction of the learning rate, right after a fall, "
+        "is a decay's curvature (coarse records), not a jump.",
     )
     floor_frac: float = Field(
         0.01,
@@ -115,7 +124,11 @@ def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
         # interval: the schedule moved on unseen) say nothing of a jump
         tiny = np.fmax(lr[rows], prev[rows]) < cfg.floor_frac * float(lr.max())
         gapped = gap_age(step, np.zeros(step.size, np.int32))[rows] == 0
-        hit = (u >= cfg.min_rel_change) & ~warm & ~tiny & ~gapped
+        # a decay that steepens between two coarse records (a cosine sampled once an
+        # epoch): a fall of under ``bend_frac`` after a fall is the schedule's curvature
+        falling = (s[rows] < 0) & (p1[rows] < 0)
+        bend = falling & (lr[rows] >= (1 - cfg.bend_frac) * prev[rows]) & (age[rows] > 0)
+        hit = (u >= cfg.min_rel_change) & ~warm & ~tiny & ~gapped & ~bend
     segment = ctx.column("segment").to_numpy()[keep]
     found = [
         _finding(
