@@ -49,6 +49,10 @@ KNOWN_GAPS = {
     "text/grpo_gemma2_lora_unnumbered_loss_lines_with_eval_text_step_headings": (
         "lines without a step among records with one"
     ),
+    "text/grpo_unnumbered_steps_epoch_boundary": "lines without a step among records with one",
+    "text/grpo_ppo_gemma2_epoch_boundary": "a step's line and its running mean's line",
+    "text/dpo_gemma2_last_epochs": "an epoch's mean line among its steps' lines",
+    "lightning/uvadlc_gdl_lightning_bar_v_num_val_acc_no_loss": "a bar with no loss",
     "text/mnist_cpu_vs_mps_two_runs_bracket_epoch_batch": (
         "labelled 1..30 (no epoch length printed); read (epoch - 1) x 900 + batch"
     ),

@@ -1084,3 +1084,43 @@ def test_a_log_of_a_job_that_died_before_its_first_record_is_read_for_the_crash(
     assert run.metrics.height == 0
     assert [(e.kind, e.cause) for e in run.events] == [("hardware_failure", "oom")]
     assert [f.kind for f in detect(run)] == ["crash"]
+
+
+def test_python_loggings_level_and_name_prefix_is_no_key(tmp_path):
+    # flax's seq2seq example through absl: ``INFO:absl:[100] accuracy=0.0156, loss=0.6936``
+    text = "".join(
+        f"INFO:absl:[{s}] accuracy=0.0{s // 100}, loss=0.{70 - s // 100}\n" for s in (100, 200, 300)
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [100, 200, 300]
+    assert run.metrics.get_column("loss").to_list() == [0.69, 0.68, 0.67]
+    assert "absl" not in run.metrics.columns
+
+
+def test_a_loss_alone_line_after_line_is_read_numbered(tmp_path):
+    # ``print("Training loss per 100 training steps:", loss)``, and ``print("Loss:", loss)``
+    for line in ("Training loss per 100 training steps: {}", "Loss: {}"):
+        text = "".join(line.format(v) + "\n" for v in (0.419, 0.575, 0.459, 0.380, 0.351))
+        (run,) = _runs(tmp_path, text)
+        assert _steps(run) == [1, 2, 3, 4, 5]
+        assert run.metrics.get_column("loss").to_list() == [0.419, 0.575, 0.459, 0.380, 0.351]
+        assert "training_loss_per" not in run.metrics.columns
+    # four such lines are not enough to tell
+    text = "".join(f"Loss: {v}\n" for v in (0.419, 0.575, 0.459, 0.380))
+    with pytest.raises(InputError):
+        _runs(tmp_path, text)
+
+
+def test_a_second_launch_of_one_seed_repeating_two_losses_is_no_copy(tmp_path):
+    # detectron2 relaunched with the same seed: iters 19 and 39 repeat the first launch's
+    # total_loss to the digit, its other measures differ
+    def rec(it: int, loss: float, acc: float) -> str:
+        return f"iter: {it}  total_loss: {loss}  loss_cls: 0.{it}  cls_acc: {acc}  lr: 0.002\n"
+
+    first = [(19, 8.858, 0.8887), (39, 8.119, 0.9012)] + [
+        (i, 7.0 - i / 100, 0.91) for i in range(59, 500, 20)
+    ]
+    second = [(19, 8.858, 0.8926), (39, 8.119, 0.9034), (59, 7.5, 0.905), (79, 7.2, 0.91)]
+    text = "".join(rec(*r) for r in first) + "".join(rec(*r) for r in second)
+    runs = _runs(tmp_path, text)
+    assert [len(r.metrics) for r in runs] == [len(first), len(second)]

@@ -175,6 +175,9 @@ def norm(key: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
 
 
+_LOSS_PER = re.compile(r"^(?:train(?:ing)?_)?loss_(?:per|over|for|of_last)_")
+
+
 def canonical(key: str, extra: dict[str, str] | None = None) -> str | None:
     """The canonical column of a printed key, or None when it has none."""
     k = norm(key)
@@ -184,6 +187,8 @@ def canonical(key: str, extra: dict[str, str] | None = None) -> str | None:
     for ns in NAMESPACES:
         if k.startswith(ns) and k[len(ns) :] in ALIASES:
             return ALIASES[k[len(ns) :]]
+    if _LOSS_PER.match(k):  # ``Training loss per 100 training steps: 0.419``
+        return "loss"
     return None
 
 

@@ -41,6 +41,9 @@ LOGGER_AT = r"(?:^|\s)[A-Za-z_][\w.]*:\d+\s*>>\s"
 # it): ``... - loss: 0.0205Epoch 00000: val_loss improved from inf to 0.01735, ...``
 KERAS_GLUED = r"([^\s])Epoch \d{5}: .*$"
 GLOG = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\d+\s+[\w.-]+:\d+\]\s?"
+# Python logging's default ``%(levelname)s:%(name)s:`` (``INFO:root:``, absl's
+# ``INFO:absl:[100] loss=0.69``)
+PYLOG = r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):[\w.<>-]+:"
 # a Python logger's ``(%(filename)s %(lineno)d):`` (Swin Transformer and its forks)
 SOURCE_AT = r"\([\w.-]+\.py[ :]\d+\):?\s"
 # a logger's source location in brackets: ``[mmm/train:458:__main__]``, ``[ezpz/dist:869]``
@@ -80,6 +83,8 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
         frame = frame.with_columns(s.str.replace(GLOG, ""))
     if text.str.contains(">>", literal=True).any():
         frame = frame.with_columns(s.str.replace(LOGGER_AT, " "))
+    if text.str.contains(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):").any():
+        frame = frame.with_columns(s.str.replace(PYLOG, ""))
     if text.str.contains(".py", literal=True).any():
         frame = frame.with_columns(s.str.replace(SOURCE_AT, " "))
     if text.str.contains(r":\d+[\]:]").any():

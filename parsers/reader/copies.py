@@ -42,7 +42,8 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         return parsed
     timed = ["time"] if "time" in m.columns else []
     by = ["_run"] if "_run" in m.columns else []
-    rows = m.select("line", "step", "loss", *timed, *by).with_row_index("_i")
+    measures = _measures(m)
+    rows = m.select("line", "step", "loss", *timed, *by, *measures).with_row_index("_i")
     launch = np.searchsorted(marks, rows.get_column("line").to_numpy(), side="left")
     rows = rows.with_columns(pl.Series("_launch", launch, pl.Int64))
     # a file written twice over: a copy may differ in the loss's last digit (0.8548,
@@ -65,17 +66,19 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         loss.is_nan().alias("n"),
     )
     raw = ~(key.is_first_distinct() | pl.col("step").is_null() | pl.col("loss").is_null())
-    # a copy comes near its record (ranks interleaved) or among other copies (a rank's
-    # block after another's); one record far from the first that happens to repeat its
-    # step and rounded loss (a second run pasted after the first) is a record
-    flags = rows.select(raw.alias("c"), (pl.col("_i") - pl.col("_i").first().over(key)).alias("d"))
-    c = flags.get_column("c")
-    support = (
-        (flags.get_column("d") <= NEAR_ROWS)
-        | c.shift(1, fill_value=False)
-        | c.shift(-1, fill_value=False)
+    # a copy comes near its record (ranks interleaved) or among other copies with all
+    # their measures alike (a rank's block after another's); a record far from the first
+    # that repeats its step and rounded loss only (a second launch of one seed, a second
+    # run pasted after the first: its other measures differ) is a record
+    same_all = ~pl.struct(key, *[pl.col(c) for c in measures]).is_first_distinct()
+    flags = rows.select(
+        raw.alias("c"),
+        (raw & same_all).alias("a"),
+        (pl.col("_i") - pl.col("_i").first().over(key)).alias("d"),
     )
-    copy = pl.Series(c & support)
+    c, a = flags.get_column("c"), flags.get_column("a")
+    among = a & (a.shift(1, fill_value=False) | a.shift(-1, fill_value=False))
+    copy = pl.Series(c & ((flags.get_column("d") <= NEAR_ROWS) | among))
     if twice:
         copy = copy | rows.get_column("_near")
     gone = rows.filter(copy).get_column("_i")
@@ -100,6 +103,20 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
         unrecognized=parsed.unrecognized,
         ignored=parsed.ignored + freed,
     )
+
+
+_JITTER = ("time", "tps", "tflop", "mfu", "throughput", "eta", "mem", "speed", "sec", "per_s")
+
+
+def _measures(m: pl.DataFrame) -> list[str]:
+    """The columns a rank's copy shares with its record: numbers other than the step,
+    the loss and what jitters from rank to rank (times, throughput, memory)."""
+    skip = {"line", "step", "loss", "segment", "source", "_run"}
+    return [
+        c
+        for c, t in m.schema.items()
+        if c not in skip and t.is_numeric() and not any(j in c for j in _JITTER)
+    ]
 
 
 def _near(k: int, run: list[str], tol: float, timed: list[str]) -> pl.Expr:

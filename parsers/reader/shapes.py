@@ -95,21 +95,24 @@ def templates_from(counts: pl.DataFrame, spec: Spec) -> dict[str, Template]:
 
 
 UNCOUNTED_MIN = 3  # lines of a shape without a step that make it the file's records
+LONE_LOSS_MIN = 5  # lines of a loss alone that do
 
 
 def _uncounted_records(temps: dict[str, Template]) -> None:
     """A file with no record shape at all, whose lines repeat a shape of a training
     loss and other named values with no step (``grad_norm: 205.2  loss: 20.49
-    loss_cls: 8.63``, a paste cut before the counter): those lines are its records,
-    numbered in order."""
+    loss_cls: 8.63``, a paste cut before the counter; a loss alone on ``LONE_LOSS_MIN``
+    lines or more): those lines are its records, numbered in order."""
     if any(t.kind == "record" for t in temps.values()):
         return
     for t in temps.values():
         named = [f for f in t.fields if f.key and f.column]
+        # (a loss alone, ``Loss: 5.8984375`` line after line, takes more lines to tell)
+        enough = len(named) >= 2 or (len(named) == 1 and t.count >= LONE_LOSS_MIN)
         if (
             t.kind is None
             and t.count >= UNCOUNTED_MIN
-            and len(named) >= 2
+            and enough
             and train_loss(t)
             and not any(f.role in ("step", "position", "total") for f in t.fields)
         ):

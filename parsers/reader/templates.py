@@ -29,8 +29,8 @@ _COUNTED_AFTER = re.compile(r"^\s+[A-Za-z_][\w ]{0,30}[:=]")
 # ``seconds for 100 batch: 56.97``, ``time per 100 iters: 5.2``: a count within a key
 _COUNT_PRE = re.compile(r"(?i)\b(?:for|per|over|every|last)\s+$")
 _COUNT_AFTER = re.compile(
-    r"(?i)^\s+(?:batch|batches|steps?|iters?|iterations?|samples?|tokens?|updates?|epochs?)"
-    r"\s*[:=]"
+    r"(?i)^\s+(?:[A-Za-z]+\s+){0,2}"  # (``per 100 training steps:``)
+    r"(?:batch|batches|steps?|iters?|iterations?|samples?|tokens?|updates?|epochs?)\s*[:=]"
 )
 _NOUN = re.compile(r" ([A-Za-z]+)")
 _MEAN_WORD = re.compile(r"(?i)^\(\s*(?:avg|mean|average|ema)\s*[:=]?$")
