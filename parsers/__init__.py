@@ -32,7 +32,7 @@ from logbook.textio import head_lines, local, read_lines, spool
 from parsers.accounting import count_lines
 from parsers.columns import python_time
 from parsers.reader.copies import drop_rank_copies
-from parsers.reader.fallback import with_fallback
+from parsers.reader.fallback import swallowed_exceptions, with_fallback
 
 # name -> (module under ``parsers``, its SNIFF_MAX, whether it reads directories or
 # binary files by ``sniff_path``/``read_path``). The two facts are kept here so that
@@ -208,7 +208,8 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
         text = blocks.stats
     else:
         lines, text = read_lines(path)
-        parsed = drop_rank_copies(with_fallback(mod, lines, str(path)))
+        parsed = with_fallback(mod, lines, str(path))
+        parsed = drop_rank_copies(swallowed_exceptions(parsed, lines))
     parsed.metrics = _python_times(parsed.metrics)
     unrec = parsed.unrecognized
     stats = ParseStats(

@@ -118,3 +118,18 @@ def test_a_crash_is_after_the_last_record_written_not_the_largest_step(tmp_path)
     crash = [f for r in runs for f in detect(r) if f.kind == "crash"]
     assert [(f.step, f.evidence["cause"]) for f in crash] == [(300, "cancelled")]
     assert crash[0].message.startswith("run stopped after step 300: cancelled")
+
+
+def test_torchruns_teardown_sigterm_is_not_the_cause_of_a_ranks_exception(tmp_path):
+    path = tmp_path / "x.log"
+    text = "".join(f"step {s} | loss {3 - s / 1000:.3f}\n" for s in (100, 200, 300))
+    text += (
+        "W0504 16:15:15.474000 427 torch/distributed/elastic/multiprocessing/api.py:897] "
+        "Sending process 427490 closing signal SIGTERM\n"
+        "RuntimeError: Cannot send a request, as the client has been closed.\n"
+    )
+    path.write_text(text)
+    (run,) = parsers.read_logs(path)
+    (crash,) = [f for f in detect(run) if f.kind == "crash"]
+    assert crash.evidence["cause"] == "exception"
+    assert crash.evidence["causes"] == ["exception", "sigterm"]

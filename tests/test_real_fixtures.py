@@ -53,6 +53,10 @@ KNOWN_GAPS = {
     "text/grpo_ppo_gemma2_epoch_boundary": "a step's line and its running mean's line",
     "text/dpo_gemma2_last_epochs": "an epoch's mean line among its steps' lines",
     "lightning/uvadlc_gdl_lightning_bar_v_num_val_acc_no_loss": "a bar with no loss",
+    "text/unsloth_issue1140_two_launches_banners_no_loss": "banners and bars, no record",
+    "megatron/mcore_stock_dp4ep4_interleaved_titan_step_lines": (
+        "two loggers' records of one step, in either order"
+    ),
     "text/mnist_cpu_vs_mps_two_runs_bracket_epoch_batch": (
         "labelled 1..30 (no epoch length printed); read (epoch - 1) x 900 + batch"
     ),

@@ -1124,3 +1124,53 @@ def test_a_second_launch_of_one_seed_repeating_two_losses_is_no_copy(tmp_path):
     text = "".join(rec(*r) for r in first) + "".join(rec(*r) for r in second)
     runs = _runs(tmp_path, text)
     assert [len(r.metrics) for r in runs] == [len(first), len(second)]
+
+
+def test_evaluation_settings_of_a_pasted_config_are_no_validations(tmp_path):
+    # LLaMA-Factory's YAML above its dicts; ms-swift's command line
+    text = (
+        "val_size: 0\neval_steps: 50000000\n  --eval_steps 50 \\\n"
+        + "".join(
+            f"{{'loss': {2.5 - k / 10:.2f}, 'grad_norm': 1.{k}, 'learning_rate': 5e-06, "
+            f"'epoch': 0.0{k}}}\n"
+            for k in range(1, 5)
+        )
+        + "{'eval_loss': 2.01, 'eval_runtime': 3.2, 'epoch': 0.04}\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert [(e.kind, e.source.line) for e in run.events if e.kind == "validation"] == [
+        ("validation", 8)
+    ]
+
+
+def test_rays_worker_prefix_and_its_dedup_note_are_no_part_of_a_record(tmp_path):
+    # MaxText on Ray: ``(run_maxtext_train pid=78967, ip=10.130.0.11) completed step: 4, ...
+    # loss: 0.000 [repeated 2x across cluster]``
+    def line(s: int, loss: float, rep: str = "") -> str:
+        return (
+            f"(run_maxtext_train pid=78967, ip=10.130.0.11) completed step: {s}, seconds: 1.1, "
+            f"TFLOP/s/device: 138.8, loss: {loss:.3f}{rep}\n"
+        )
+
+    text = line(0, 12.066) + line(1, 11.2, " [repeated 2x across cluster]") + line(2, 10.5)
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.select("step", "loss").rows() == [(0, 12.066), (1, 11.2), (2, 10.5)]
+    assert not {"pid", "ip", "run_maxtext_train_pid"} & set(run.metrics.columns)
+
+
+def test_an_exception_python_ignored_after_training_is_no_crash(tmp_path):
+    # torchtitan's checkpointer's ``__del__`` at interpreter shutdown, after the last step
+    text = "".join(f"step: {s}  loss: {3 - s / 1000:.4f}\n" for s in (4998, 4999, 5000))
+    text += (
+        "Training completed\n"
+        "Exception ignored while calling deallocator <function CheckpointManager.__del__>:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/torchtitan/components/checkpoint.py", line 405, in __del__\n'
+        "    self.close()\n"
+        "PythonFinalizationError: cannot join thread at interpreter shutdown\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.events_of("hardware_failure") == []
+    assert [f for f in detect(run) if f.kind == "crash"] == []
+    # ``Training completed`` and the ``Exception ignored`` line are left for a reader
+    assert run.meta.parse[0].first_unrecognized == [4, 5]

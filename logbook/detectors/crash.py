@@ -33,8 +33,10 @@ NAME = "crash"
 STOPPED = ("interrupted", "cancelled")
 PLANNED = ("planned_exit",)
 # the order in which a cause explains a crash best (the most specific first); causes not
-# listed come after these, "exception" and "process_exit" last
-SPECIFIC_LAST = ("process_exit", "exception", "unknown")
+# listed come before these, "process_exit" and "exception" after them, and a SIGTERM last
+# of all where anything else is said (torchrun's ``Sending process N closing signal
+# SIGTERM`` to the other ranks follows the failure it tears down after)
+SPECIFIC_LAST = ("process_exit", "exception", "sigterm", "unknown")
 
 
 class Config(DetectorConfig):

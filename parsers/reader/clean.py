@@ -41,6 +41,10 @@ LOGGER_AT = r"(?:^|\s)[A-Za-z_][\w.]*:\d+\s*>>\s"
 # it): ``... - loss: 0.0205Epoch 00000: val_loss improved from inf to 0.01735, ...``
 KERAS_GLUED = r"([^\s])Epoch \d{5}: .*$"
 GLOG = r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?\s+\d+\s+[\w.-]+:\d+\]\s?"
+# Ray's prefix of a worker's line, ``(run_maxtext_train pid=78967, ip=10.130.0.11) ``, and
+# its log deduplication's ``[repeated 2x across cluster]`` at the end
+RAY = r"^\s*\([\w.<>-]+ pid=\d+(?:, ip=[\d.]+)?\)\s?"
+RAY_REPEAT = r"\s*\[repeated \d+x across cluster\]\s*$"
 # Python logging's default ``%(levelname)s:%(name)s:`` (``INFO:root:``, absl's
 # ``INFO:absl:[100] loss=0.69``)
 PYLOG = r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):[\w.<>-]+:"
@@ -75,6 +79,8 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
         frame = frame.with_columns(typo)
     if text.str.contains(r"^\s*>").any():
         frame = frame.with_columns(s.str.replace(QUOTE, ""))
+    if text.str.contains(" pid=", literal=True).any():
+        frame = frame.with_columns(s.str.replace(RAY, "").str.replace(RAY_REPEAT, ""))
     if frame.get_column("s").str.contains(RANK).any():
         frame = frame.with_columns(s.str.replace(RANK, ""))
     if text.str.contains(r"\SEpoch \d{5}: ").any():

@@ -124,3 +124,48 @@ def bits_to_nats(metrics: pl.DataFrame) -> pl.DataFrame:
     """fairseq/metaseq losses are logged in bits: stored in nats."""
     fix = [pl.col(c) * LN2 for c in ("loss", "nll_loss") if c in metrics.columns]
     return metrics.with_columns(fix) if fix else metrics
+
+
+# Python prints ``Exception ignored in: <function X.__del__>`` (or ``while calling
+# deallocator``) for an exception it swallowed: in a destructor, at interpreter shutdown,
+# after the run ended. The traceback after it stopped nothing.
+_SWALLOWED = r"Exception ignored (?:in|while|on)\b"
+SWALLOWED_REACH = 60  # lines after it its traceback may run
+
+
+def swallowed_exceptions(parsed: Parsed, lines: pl.DataFrame) -> Parsed:
+    """``parsed`` without the crash evidence of tracebacks Python swallowed (see
+    ``_SWALLOWED``): their lines are ignored lines."""
+    fails = [
+        e
+        for e in parsed.events
+        if isinstance(e, HardwareFailure) and e.cause == "exception" and e.source
+    ]
+    if not fails:
+        return parsed
+    at = lines.filter(pl.col("text").str.contains(_SWALLOWED)).get_column("line").to_list()
+    if not at:
+        return parsed
+    rec = sorted(parsed.metrics.get_column("line").to_list()) if parsed.metrics.height else []
+
+    def swallowed(e: HardwareFailure) -> bool:
+        line = e.source.line if e.source and e.source.line else 0
+        for a in at:
+            records_between = any(a < r <= line for r in rec)
+            if a < line <= a + SWALLOWED_REACH and not records_between:
+                return True
+        return False
+
+    gone = [e for e in fails if swallowed(e)]
+    if not gone:
+        return parsed
+    kept = [e for e in parsed.events if not any(e is g for g in gone)]
+    still = {e.source.line for e in kept if e.source}
+    freed = len({e.source.line for e in gone if e.source} - still)
+    return Parsed(
+        metrics=parsed.metrics,
+        events=kept,
+        meta=parsed.meta,
+        unrecognized=parsed.unrecognized,
+        ignored=parsed.ignored + freed,
+    )

@@ -286,9 +286,11 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
         _training_fields(t) or _epoch_end(t)
     )
     evaluative = evaluative or bool(_EVAL_HEAD.search(example))
+    shell = example.rstrip().endswith("\\")  # ``TRAIN_ITERS=137650 \`` of a job script
     if evaluative or (_EVAL.search(example) and not train_loss(t)):
-        # (Keras' ``Train on 220 samples, val on 24 samples`` counts data, measures nothing)
-        return "validation" if (metrics or evaluative) and _measures(t) else None
+        # (Keras' ``Train on 220 samples, val on 24 samples`` counts data, measures nothing;
+        # ``--eval_steps 50 \`` is a command line's)
+        return "validation" if (metrics or evaluative) and _measures(t) and not shell else None
     if t.dict_line and any(aliases.norm(k).startswith("train_runtime") for k in keys):
         return "summary"
     lead = t.fields and t.fields[0].role in ("lead", "position")
@@ -296,7 +298,6 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
     named = [f for f in t.fields if f.key and f.role != "step"]  # (a step alone is no record)
     if (metrics and (counted or t.dict_line)) or (any_value and counted and named):
         return "record"
-    shell = example.rstrip().endswith("\\")  # ``TRAIN_ITERS=137650 \`` of a job script
     if has_step and not metrics and not shell:
         return "header"
     if [f.role for f in t.fields] in (["epoch"], ["epoch", "total"]):
@@ -308,6 +309,8 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
 
 _COUNTED_UNITS = {"samples", "sample", "examples", "images", "batches", "steps", "tokens", "files"}
 _SIZE_KEYS = ("batch_size", "samples", "examples", "num_")
+# settings, not measures: ``eval_steps: 50``, ``val_size: 0`` (a config pasted above a log)
+_SETTING_ENDS = ("_size", "_steps", "_interval", "_freq", "_frequency", "_every", "_strategy")
 
 
 def _measures(t: Template) -> bool:
@@ -318,6 +321,8 @@ def _measures(t: Template) -> bool:
             continue
         name = aliases.norm(f.key or "")
         if (f.unit or f.noun).lower() in _COUNTED_UNITS or name.endswith(_SIZE_KEYS[:3]):
+            continue
+        if name.endswith(_SETTING_ENDS):
             continue
         if name.startswith(_SIZE_KEYS[3]):
             continue
