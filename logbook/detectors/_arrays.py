@@ -37,6 +37,7 @@ class Rows:
         return int(self.y.size)
 
 
+NO_RESTART = 1 << 30  # a restart age where there was no restart (nor a gap)
 ROW_COLUMNS = ("lineage", "step", "segment", "report", "restart_age")
 
 
@@ -237,3 +238,32 @@ def runs(flag: np.ndarray, lineage: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     prev = np.concatenate(([False], flag[:-1])) & same
     nxt = np.concatenate((flag[1:], [False])) & np.concatenate((same[1:], [False]))
     return np.flatnonzero(flag & ~prev), np.flatnonzero(flag & ~nxt)
+
+
+GAP_FACTOR = 20  # a step gap this many times the lineage's usual one is a gap in the log
+
+
+def gap_age(step: np.ndarray, lineage: np.ndarray) -> np.ndarray:
+    """Records since the last gap in the log (an excerpt's ``...``, a lost piece: steps
+    jumping ``GAP_FACTOR`` times the usual interval of the lineage), ``NO_RESTART`` where
+    none came before. A record after a gap is judged as one after a restart: the level
+    it comes back at is not a spike over the records before the gap."""
+    n = step.size
+    age = np.full(n, NO_RESTART, dtype=np.int64)
+    if n < 3:
+        return age
+    d = np.diff(step.astype(np.float64))
+    same = lineage[1:] == lineage[:-1]
+    usual = float(np.median(d[same & (d > 0)])) if (same & (d > 0)).any() else 0.0
+    if usual <= 0:
+        return age
+    gap = np.r_[False, same & (d > GAP_FACTOR * usual)]
+    if not gap.any():
+        return age
+    idx = np.arange(n)
+    last = np.maximum.accumulate(np.where(gap, idx, -1))
+    new_lineage = np.r_[True, ~same]
+    start = np.maximum.accumulate(np.where(new_lineage, idx, -1))
+    seen = (last >= 0) & (last >= start)
+    age[seen] = idx[seen] - last[seen]
+    return age

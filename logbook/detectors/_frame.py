@@ -24,12 +24,18 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from logbook.detectors._arrays import ROW_COLUMNS, Rows, block_noise, log_values, rows_of
+from logbook.detectors._arrays import (
+    NO_RESTART,
+    ROW_COLUMNS,
+    Rows,
+    block_noise,
+    log_values,
+    rows_of,
+)
 from logbook.run import Run
 from logbook.schema import EventBase
 
 CONTEXT_RECORDS = 256
-NO_RESTART = 1 << 30
 
 
 @dataclass

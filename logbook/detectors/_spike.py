@@ -34,12 +34,13 @@ from pydantic import Field
 from logbook.detectors._arrays import (
     NOISE_BLOCK,
     Rows,
+    gap_age,
     prev_median,
     prev_window_median,
     spans,
 )
 from logbook.detectors._base import DetectorConfig, capped_exp, finding, fmt
-from logbook.detectors._frame import NO_RESTART, Context
+from logbook.detectors._frame import Context
 from logbook.schema import Finding
 
 
@@ -105,35 +106,6 @@ class SpikeConfig(DetectorConfig):
         3, ge=0, description="Records after a restart that need a higher bar to trigger."
     )
     restart_z_factor: float = Field(2.0, ge=1, description="z multiplier in the restart grace.")
-
-
-GAP_FACTOR = 20  # a step gap this many times the lineage's usual one is a gap in the log
-
-
-def gap_age(step: np.ndarray, lineage: np.ndarray) -> np.ndarray:
-    """Records since the last gap in the log (an excerpt's ``...``, a lost piece: steps
-    jumping ``GAP_FACTOR`` times the usual interval of the lineage), ``NO_RESTART`` where
-    none came before. A record after a gap is judged as one after a restart: the level
-    it comes back at is not a spike over the records before the gap."""
-    n = step.size
-    age = np.full(n, NO_RESTART, dtype=np.int64)
-    if n < 3:
-        return age
-    d = np.diff(step.astype(np.float64))
-    same = lineage[1:] == lineage[:-1]
-    usual = float(np.median(d[same & (d > 0)])) if (same & (d > 0)).any() else 0.0
-    if usual <= 0:
-        return age
-    gap = np.r_[False, same & (d > GAP_FACTOR * usual)]
-    if not gap.any():
-        return age
-    idx = np.arange(n)
-    last = np.maximum.accumulate(np.where(gap, idx, -1))
-    new_lineage = np.r_[True, ~same]
-    start = np.maximum.accumulate(np.where(new_lineage, idx, -1))
-    seen = (last >= 0) & (last >= start)
-    age[seen] = idx[seen] - last[seen]
-    return age
 
 
 def detect_spikes(ctx: Context, cfg: SpikeConfig, kind: str, detector: str) -> list[Finding]:

@@ -35,9 +35,9 @@ import numpy as np
 import polars as pl
 from pydantic import Field
 
+from logbook.detectors._arrays import gap_age
 from logbook.detectors._base import Detector, DetectorConfig, finding, fmt
 from logbook.detectors._frame import Context
-from logbook.detectors._spike import gap_age
 from logbook.schema import Finding, LrChange
 
 NAME = "lr_change"

@@ -236,10 +236,14 @@ def resolve_other(text: pl.Series, codes: np.ndarray) -> np.ndarray:
     if not closed.all():  # spaces after the last ``|``, or a record wrapped or cut
         rest = np.flatnonzero(~closed)
         closed[rest] = contains(rec_text.gather(rest), vx(r"\|\s*$"))
-    # a record wrapped right after a ``|`` ends in one too: one with no loss yet is open
-    # (a skipped step's record prints none, and the line after it is a record or event)
-    lossless = ~contains(rec_text, vx(r"(?i)loss"))
-    open_rec = rec[~closed | lossless]
+    # a record wrapped right after a ``|`` ends in one too: one with no loss yet, an
+    # unclassified line after it, is open (a skipped step's record prints no loss, and
+    # the line after it is a record or an event); only those few lines are looked at
+    nxt = np.minimum(rec + 1, len(codes) - 1)
+    maybe = np.flatnonzero(closed & (codes[nxt] == OTHER) & (nxt > rec))
+    if maybe.size:
+        closed[maybe] = contains(rec_text.gather(maybe), vx(r"(?i)loss"))
+    open_rec = rec[~closed]
     if open_rec.size:
         other = np.flatnonzero(codes == OTHER)
         t = _take(text, codes == OTHER)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from types import ModuleType
 
+import numpy as np
 import polars as pl
 
 from logbook.parsed import Parsed
@@ -143,18 +144,20 @@ def swallowed_exceptions(parsed: Parsed, lines: pl.DataFrame) -> Parsed:
     ]
     if not fails:
         return parsed
-    at = lines.filter(pl.col("text").str.contains(_SWALLOWED)).get_column("line").to_list()
-    if not at:
+    at = lines.filter(pl.col("text").str.contains(_SWALLOWED)).get_column("line").to_numpy()
+    if not at.size:
         return parsed
-    rec = sorted(parsed.metrics.get_column("line").to_list()) if parsed.metrics.height else []
+    rec = np.sort(parsed.metrics.get_column("line").to_numpy()) if parsed.metrics.height else None
 
     def swallowed(e: HardwareFailure) -> bool:
         line = e.source.line if e.source and e.source.line else 0
-        for a in at:
-            records_between = any(a < r <= line for r in rec)
-            if a < line <= a + SWALLOWED_REACH and not records_between:
-                return True
-        return False
+        k = int(np.searchsorted(at, line)) - 1  # the last such line before it
+        if k < 0 or line - at[k] > SWALLOWED_REACH:
+            return False
+        between = rec is not None and np.searchsorted(rec, line, "right") > np.searchsorted(
+            rec, at[k], "right"
+        )
+        return not between
 
     gone = [e for e in fails if swallowed(e)]
     if not gone:

@@ -132,12 +132,7 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
         if 0 <= close < m.start() and line[close + 1 : m.start()].strip():
             out.append(Field(index=i, key=None, unit="", role="note"))
             continue
-        before = line[prev_end : m.start()]
-        word = m.group().isalpha() and bool(_COUNTED_PRE.search(before))
-        count = bool(_COUNT_PRE.search(before)) and bool(_COUNT_AFTER.match(after))
-        if _IN_KEY.match(after) or (word and _COUNTED_AFTER.match(after)) or count:
-            # ``optim/LR (group 0)=1e-4``: the 0 names the key, as the nan does in
-            # ``number of nan iterations: 0``
+        if _names_key(m.group(), line[prev_end : m.start()], after):
             out.append(Field(index=i, key=None, unit="", role="key"))
             continue
         unit = unit_of(after)
@@ -166,6 +161,16 @@ def read_fields(line: str, extra: dict[str, str] | None = None) -> list[Field]:
         out.append(f)
         _assign(f, key, unit, extra, m.group().isdigit())
     return out
+
+
+def _names_key(token: str, before: str, after: str) -> bool:
+    """Whether a number is part of a key's name, not a value: ``optim/LR (group 0)=1e-4``,
+    the nan of ``number of nan iterations: 0``, the 100 of ``seconds for 100 batch:``."""
+    if _IN_KEY.match(after):
+        return True
+    if token.isalpha() and _COUNTED_PRE.search(before) and _COUNTED_AFTER.match(after):
+        return True
+    return bool(_COUNT_PRE.search(before) and _COUNT_AFTER.match(after))
 
 
 def _closes(after: str, unit: str) -> bool:
@@ -308,25 +313,22 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
 
 
 _COUNTED_UNITS = {"samples", "sample", "examples", "images", "batches", "steps", "tokens", "files"}
-_SIZE_KEYS = ("batch_size", "samples", "examples", "num_")
-# settings, not measures: ``eval_steps: 50``, ``val_size: 0`` (a config pasted above a log)
-_SETTING_ENDS = ("_size", "_steps", "_interval", "_freq", "_frequency", "_every", "_strategy")
+# counts of data and settings, not measures: ``batch size 32``, ``num_samples``, and a
+# config pasted above a log (``eval_steps: 50``, ``val_size: 0``)
+_SIZE_ENDS = ("samples", "examples", "_size", "_steps", "_interval", "_freq", "_frequency")
+_SIZE_ENDS += ("_every", "_strategy")
 
 
 def _measures(t: Template) -> bool:
-    """Whether a line holds a value that is no count of data (``24 samples``, ``batch
-    size 32``): a validation line measures something."""
+    """Whether a line holds a value that is no count of data or setting (``24 samples``,
+    ``batch size 32``, ``eval_steps: 50``): a validation line measures something."""
     for f in t.fields:
         if f.column is None or f.role not in ("value", "mean"):
             continue
         name = aliases.norm(f.key or "")
-        if (f.unit or f.noun).lower() in _COUNTED_UNITS or name.endswith(_SIZE_KEYS[:3]):
-            continue
-        if name.endswith(_SETTING_ENDS):
-            continue
-        if name.startswith(_SIZE_KEYS[3]):
-            continue
-        return True
+        counted = (f.unit or f.noun).lower() in _COUNTED_UNITS
+        if not (counted or name.endswith(_SIZE_ENDS) or name.startswith("num_")):
+            return True
     return False
 
 
