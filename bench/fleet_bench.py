@@ -1,15 +1,18 @@
 """Fleet audit benchmark: ``logbook audit`` over many generated runs.
 
-    python -m bench.fleet_bench [--runs 1000] [--records 10000] [--keep]
+    python -m bench.fleet_bench [--runs 1000] [--records 10000] [--no-ray] [--keep]
 
 Generates ``--runs`` inputs under ``bench/data/fleet/`` (a mix: Megatron-DeepSpeed logs
 with restarts and overflows, metaseq logs, logs of a layout only the generic ``text``
 reader reads, labelled synthetic incident runs written as logbook JSONL, and 5% corrupt
 files: random bytes, a cut gzip, an empty file), then runs, each as a fresh process, as a
 user would: ``logbook audit 'DIR/*' --store S1 --workers 1``, the same with ``--workers
-2`` into S2, and again into S2 with nothing changed. Prints wall times, the 2-worker
-speed-up and the re-audit's share, and checks that every input is in ``runs.parquet``
-exactly once (its runs, or one row with its error for each corrupt one).
+2`` into S2, and again into S2 with nothing changed; then, on a local Ray cluster of 2
+CPUs started for it (``ray start --head --num-cpus 2``, before the clock starts, as a
+user's cluster is up before an audit), ``logbook audit ... --ray ADDRESS`` into S3.
+Prints wall times, the 2-worker speed-up, the re-audit's share and Ray's time against
+the process pool's, and checks that every input is in ``runs.parquet`` exactly once (its
+runs, or one row with its error for each corrupt one) and that the stores are equal.
 """
 
 from __future__ import annotations
@@ -76,11 +79,34 @@ def generate(folder: Path, runs: int, records: int) -> dict[str, int]:
     return counts
 
 
-def _audit(folder: Path, store: Path, workers: int) -> float:
+# the bench's own throwaway cluster: no token to hand around
+RAY_ENV = {
+    **{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+    "RAY_AUTH_MODE": "disabled",
+}
+RAY_PORT = 6390
+
+
+def start_ray(cpus: int = 2) -> str:
+    """A local Ray cluster of ``cpus`` CPUs (``ray start --head``); its address."""
+    ray = str(Path(sys.executable).parent / "ray")
+    subprocess.run([ray, "stop", "--force"], capture_output=True, env=RAY_ENV)
+    cmd = [ray, "start", "--head", "--num-cpus", str(cpus), "--port", str(RAY_PORT)]
+    cmd += ["--include-dashboard", "false", "--disable-usage-stats"]
+    subprocess.run(cmd, check=True, capture_output=True, env=RAY_ENV)
+    return f"127.0.0.1:{RAY_PORT}"
+
+
+def stop_ray() -> None:
+    ray = str(Path(sys.executable).parent / "ray")
+    subprocess.run([ray, "stop", "--force"], capture_output=True, env=RAY_ENV)
+
+
+def _audit(folder: Path, store: Path, workers: int, ray: str | None = None) -> float:
     cmd = [sys.executable, "-m", "logbook.cli", "audit", str(folder / "*"), "--store", str(store)]
-    cmd += ["--workers", str(workers)]
+    cmd += ["--ray", ray] if ray else ["--workers", str(workers)]
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=RAY_ENV)
     took = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"audit failed ({done.returncode}): {done.stderr.strip()[-300:]}")
@@ -88,14 +114,30 @@ def _audit(folder: Path, store: Path, workers: int) -> float:
     return took
 
 
+def _same_store(a: Path, b: Path) -> bool:
+    """Index (times aside) and every table equal, row for row."""
+    ia = pl.read_parquet(a / "runs.parquet").drop("seconds")
+    ib = pl.read_parquet(b / "runs.parquet").drop("seconds")
+    if not ia.equals(ib):
+        return False
+    for table in ("metrics", "events", "findings"):
+        for part in sorted((a / table).glob("run_id=*/part.parquet")):
+            other = b / table / part.parent.name / part.name
+            if not other.exists() or not pl.read_parquet(part).equals(pl.read_parquet(other)):
+                return False
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--records", type=int, default=10_000)
     ap.add_argument("--keep", action="store_true", help="keep the generated fleet and stores")
+    ap.add_argument("--no-ray", action="store_true", help="leave out the audit on Ray")
     args = ap.parse_args()
     folder, s1, s2 = DATA / "fleet", DATA / "fleet_store1", DATA / "fleet_store2"
-    for d in (folder, s1, s2):
+    s3 = DATA / "fleet_store3"
+    for d in (folder, s1, s2, s3):
         shutil.rmtree(d, ignore_errors=True)
     t0 = time.perf_counter()
     counts = generate(folder, args.runs, args.records)
@@ -107,6 +149,13 @@ def main() -> int:
     one = _audit(folder, s1, 1)
     two = _audit(folder, s2, 2)
     again = _audit(folder, s2, 2)
+    on_ray = None
+    if not args.no_ray:
+        address = start_ray(2)
+        try:
+            on_ray = _audit(folder, s3, 2, ray=address)
+        finally:
+            stop_ray()
     idx = pl.read_parquet(s2 / "runs.parquet")
     per_input = idx.group_by("input").agg(pl.len(), pl.col("error").is_not_null().all())
     corrupt = per_input.filter(pl.col("error")).height
@@ -123,8 +172,15 @@ def main() -> int:
     print(f"| second audit, nothing changed | {again:.2f} s = {again / two:.1%} of the first "
           "(target <= 5%) |")  # fmt: skip
     print(f"| 1-worker and 2-worker stores equal | {same} |")
+    if on_ray is not None:
+        same_ray = _same_store(s1, s3)
+        rate = f"{on_ray:.1f} s ({inputs / on_ray:.1f} inputs/s)"
+        vs = f"{on_ray / two:.2f}x the 2-worker pool's time (target <= 1.3x)"
+        print(f"| audit on a local 2-CPU Ray cluster | {rate} = {vs} |")
+        print(f"| Ray store equal to the 1-worker store (index and tables) | {same_ray} |")
+        same = same and same_ray
     if not args.keep:
-        for d in (folder, s1, s2):
+        for d in (folder, s1, s2, s3):
             shutil.rmtree(d, ignore_errors=True)
     ok = per_input.height == inputs and dup == 0 and corrupt == counts["corrupt"] and same
     return 0 if ok else 1

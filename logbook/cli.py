@@ -129,7 +129,9 @@ def main() -> None:
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         _register()
-        _invoke(sys.argv[1:])
+        from logbook.executor import ray_argv
+
+        _invoke(ray_argv(sys.argv[1:]))
     except LogbookError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:

@@ -12,6 +12,11 @@ from logbook.errors import UsageError
 
 QUERY_TABLES = ("runs", "metrics", "events", "findings")
 
+# ``--ray ADDRESS`` arrives as this (see logbook.executor.ray_argv)
+RayAddressOpt = Annotated[
+    str | None, typer.Option("--ray-address", hidden=True, help="The Ray cluster's address.")
+]
+
 
 def register(app: typer.Typer) -> None:
     """Add the commands to the app."""
@@ -25,16 +30,31 @@ def audit(
     ],
     store: Annotated[Path, typer.Option("--store", help="Folder of the run store.")],
     workers: Annotated[
-        int | None, typer.Option("--workers", help="Worker processes (default: CPU count).")
+        int | None,
+        typer.Option(
+            "--workers", help="Worker processes (default: CPU count); with --ray, its CPUs."
+        ),
     ] = None,
+    ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray",
+            help="Run on Ray: --ray ADDRESS, or alone for RAY_ADDRESS, a cluster started "
+            "here, or else a local instance.",
+        ),
+    ] = False,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """Parse and audit every run of the inputs into a store of Parquet tables (runs.parquet,
     metrics/, events/, findings/); inputs unchanged since the last audit are not read
-    again; an input that cannot be read is kept in runs.parquet with its error."""
+    again; an input that cannot be read is kept in runs.parquet with its error. Inputs
+    are paths, globs, or s3://, gs://, az:// URLs (with fsspec and its backend)."""
+    from logbook.executor import wanted
     from logbook.store import audit as do_audit
     from logbook.store.audit import progress_printer
 
-    s = do_audit(inputs, store, workers, progress_printer())
+    address = wanted(ray, ray_address, workers is not None)
+    s = do_audit(inputs, store, workers, progress_printer(), ray=address)
     typer.echo(
         f"{store}: {s.inputs:,} input(s), {s.audited:,} audited, {s.unchanged:,} unchanged; "
         f"{s.runs:,} run(s), {s.failed:,} unreadable; {s.seconds:.1f} s"

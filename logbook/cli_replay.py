@@ -25,6 +25,17 @@ SeedsOpt = Annotated[int, typer.Option("--seeds", help="Seeds per variant.")]
 JobsOpt = Annotated[
     int | None, typer.Option("--jobs", "-j", help="Parallel processes (default: CPU count).")
 ]
+RayOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ray",
+        help="Run the variants x seeds on Ray: --ray ADDRESS, or alone for RAY_ADDRESS, a "
+        "cluster started here, or else a local instance of --jobs CPUs.",
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None, typer.Option("--ray-address", hidden=True, help="The Ray cluster's address.")
+]
 DEFAULT_VARIANTS = (
     "baseline=baseline",
     "half_lr=lr_scale:0.5",
@@ -197,16 +208,22 @@ def counterfactual(
             "step 0 on the recorded batches), both."
         ),
     ] = "data",
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """From the checkpoint at --from, run each variant x seeds until --until; write
     OUT/table.md (per variant: spike rate with its 95% interval, steps to spike, final
     loss mean +- sd, effect against the baseline), OUT/results.json, OUT/summary.json,
     OUT/comparison.png and OUT/runs/."""
     _require_torch()
+    from logbook.executor import wanted
     from replay.experiment import counterfactual as run_cf
 
     variants = _variants(variant, DEFAULT_VARIANTS)
-    _, text = run_cf(root, out, variants, from_step, until, seeds, _workers(jobs), vary)
+    address = wanted(ray, ray_address, jobs is not None)
+    _, text = run_cf(
+        root, out, variants, from_step, until, seeds, _workers(jobs), vary, ray=address
+    )
     typer.echo(text.rstrip())
     typer.echo(
         f"wrote {out / 'table.md'}, {out / 'results.json'}, {out / 'summary.json'}, "
@@ -228,6 +245,8 @@ def segment(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write runs, table.")] = None,
     fmt: Annotated[str | None, typer.Option("--format", "-f", help="Log format.")] = None,
     config: Annotated[Path | None, typer.Option(help="JSON: small-model settings.")] = None,
+    ray: RayOpt = False,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """Drive the small model with a recorded segment's LR shape, LR cuts, clip changes,
     rewinds and skipped ranges; report whether it goes unstable under the recorded actions,
@@ -242,5 +261,9 @@ def segment(
     seg = plan_segment(run, start, end, steps=steps, warmup=warmup, peak_lr=lr)
     cfg = _config(config, {"seed": seed}, {})
     default = ("half_lr=lr_scale:0.5", "clip_1=clip:1.0", "qk_norm=qk_norm")
-    outcomes = run_segment(seg, cfg, _variants(variant, default), seeds, _workers(jobs), out)
+    from logbook.executor import wanted
+
+    address = wanted(ray, ray_address, jobs is not None)
+    variants = _variants(variant, default)
+    outcomes = run_segment(seg, cfg, variants, seeds, _workers(jobs), out, ray=address)
     typer.echo(write_segment_report(seg, outcomes, out, [str(p) for p in logs]).rstrip())

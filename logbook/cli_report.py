@@ -50,9 +50,14 @@ def report(
         bool, typer.Option("--no-figures", help="Leave the figures out (faster).")
     ] = False,
     run: RunOpt = None,
+    no_run_reports: Annotated[
+        bool,
+        typer.Option("--no-run-reports", help="A run store: no report of each run (faster)."),
+    ] = False,
 ) -> None:
     """Write the audit report of a run: summary, figures, restarts and goodput,
-    remedies for each critical spike, and sortable tables of findings and events."""
+    remedies for each critical spike, and sortable tables of findings and events. Given a
+    run store (a folder with runs.parquet, see `logbook audit`), the fleet report."""
     from logbook.errors import UsageError
 
     if not logs:
@@ -65,6 +70,16 @@ def report(
     from logbook.atomic import require_folder
 
     require_folder(output)
+    from logbook.report.fleet import fleet_command, store_of
+
+    if (store := store_of(logs)) is not None:
+        given = {"--format": fmt or log_format, "--notes": notes, "--config": config,
+                 "--set": sets, "--run": run, "--tz": tz != "UTC"}  # fmt: skip
+        unused = [k for k, v in given.items() if v]
+        fleet_command(store, output, kind, unused, not no_figures, not no_run_reports)
+        return
+    if no_run_reports:
+        raise UsageError("--no-run-reports: for a run store (logbook report STORE -o fleet.html)")
     if log_format is not None and fmt is not None and log_format != fmt:
         raise UsageError(f"--format {fmt!r} and --log-format {log_format!r} disagree")
     from logbook.report import build_report, write_report

@@ -201,16 +201,24 @@ def plan_jobs(
     ]
 
 
-def pool_map(fn, jobs: list, workers: int = 1, cost=None) -> list:
+def pool_map(fn, jobs: list, workers: int = 1, cost=None, ray: str | None = None) -> list:
     """``fn`` over all jobs on ``workers`` processes (this one plus ``workers - 1`` spawned
-    ones); results in job order. With ``cost(job)``, the costliest jobs start first (less
-    idle time at the end). ``fn`` must be a module-level function. Workers are spawned,
-    not forked: a forked copy of a process that holds torch's thread pools can hang."""
+    ones), or as tasks on Ray when ``ray`` is an address (``""``: found or started, see
+    ``logbook.executor``); results in job order. With ``cost(job)``, the costliest jobs
+    start first (less idle time at the end). ``fn`` must be a module-level function.
+    Workers are spawned, not forked: a forked copy of a process that holds torch's thread
+    pools can hang."""
     if workers < 1:
         raise UsageError("--jobs must be >= 1")
     order = list(range(len(jobs)))
     if cost is not None:
         order.sort(key=lambda i: -cost(jobs[i]))
+    if ray is not None:
+        from logbook.executor import ray_map
+
+        done = ray_map(fn, [jobs[i] for i in order], ray, cpus=workers)
+        results = dict(zip(order, done, strict=True))
+        return [results[i] for i in range(len(jobs))]
     if workers == 1 or len(jobs) <= 1:
         return [fn(j) for j in jobs]
     return _shared_pool(fn, jobs, order, workers - 1)
@@ -267,8 +275,8 @@ def _steps(job: Job) -> int:
     return job.until - (0 if scratch else job.from_step)
 
 
-def run_jobs(jobs: list[Job], workers: int = 1) -> list[Outcome]:
-    return pool_map(run_job, jobs, workers, cost=_steps)
+def run_jobs(jobs: list[Job], workers: int = 1, ray: str | None = None) -> list[Outcome]:
+    return pool_map(run_job, jobs, workers, cost=_steps, ray=ray)
 
 
 def counterfactual(
@@ -280,13 +288,15 @@ def counterfactual(
     seeds: int = 5,
     workers: int = 1,
     vary: str = "data",
+    ray: str | None = None,
 ) -> tuple[list[Outcome], str]:
-    """Run the variants x seeds, write the runs, ``table.md``, ``results.json`` and
-    ``comparison.png`` under ``out``; return the outcomes and the markdown table."""
+    """Run the variants x seeds (on ``workers`` processes, or on Ray at ``ray``), write
+    the runs, ``table.md``, ``results.json`` and ``comparison.png`` under ``out``; return
+    the outcomes and the markdown table."""
     from replay.report import figure, write_tables
 
     jobs = plan_jobs(root, out, variants, from_step, until, seeds, vary)
-    outcomes = run_jobs(jobs, workers)
+    outcomes = run_jobs(jobs, workers, ray)
     varied = {"data": "data order", "init": "initialisation", "both": "init and data"}[vary]
     title = f"counterfactual from step {from_step} to {until}, {seeds} seed(s) varying {varied}"
     text = write_tables(outcomes, Path(out), f"# {Path(root).name}: {title}")

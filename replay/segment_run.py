@@ -136,6 +136,9 @@ def run_segment(
     seeds: int = 1,
     workers: int = 1,
     out: str | Path | None = None,
+    ray: str | None = None,
 ) -> list[Outcome]:
-    """All variants x seeds of a mapped segment (runs written under ``out`` if given)."""
-    return pool_map(run_segment_job, segment_jobs(seg, cfg, variants, seeds, out), workers)
+    """All variants x seeds of a mapped segment (runs written under ``out`` if given), on
+    ``workers`` processes or on Ray at ``ray``."""
+    jobs = segment_jobs(seg, cfg, variants, seeds, out)
+    return pool_map(run_segment_job, jobs, workers, ray=ray)

@@ -113,23 +113,29 @@ def _featured(found: list[Incident], limit: int) -> list[int]:
     return sorted(i + 1 for i in ranked[:limit])
 
 
-def render(report: Report, fmt: str = "html", figure_dir: str | None = None) -> str:
+def render(
+    report: Report, fmt: str = "html", figure_dir: str | None = None, plotly_src: str | None = None
+) -> str:
     """The report as HTML (figures embedded) or Markdown (figures linked under
-    ``figure_dir``, a path relative to the Markdown file)."""
+    ``figure_dir``, a path relative to the Markdown file). ``plotly_src``: a relative
+    path to plotly.js shared by many reports (else it is inlined: 4.6 MB a report)."""
     from logbook.report.document import document
 
     doc = document(report)
     if fmt == "html":
         from logbook.report.html import to_html
 
-        return to_html(doc)
+        return to_html(doc, plotly_src)
     from logbook.report.markdown import to_markdown
 
     return to_markdown(doc, figure_dir or "figures")
 
 
-def write_report(report: Report, path: str | Path, fmt: str = "html") -> list[Path]:
-    """Write the report; returns the files written (the document first)."""
+def write_report(
+    report: Report, path: str | Path, fmt: str = "html", plotly_src: str | None = None
+) -> list[Path]:
+    """Write the report; returns the files written (the document first). ``plotly_src``:
+    see :func:`render`."""
     from logbook.atomic import atomic_open
 
     out = Path(path)
@@ -143,7 +149,7 @@ def write_report(report: Report, path: str | Path, fmt: str = "html") -> list[Pa
             with atomic_open(target, "wb") as fh:
                 fh.write(fig.png)
             written.append(target)
-    text = render(report, fmt, figure_dir)
+    text = render(report, fmt, figure_dir, plotly_src)
     with atomic_open(out, "wb") as fh:
         fh.write(text.encode("utf-8"))
     for p in written:

@@ -112,14 +112,18 @@ PLOTS = """
 """
 
 
-def to_html(doc: Document) -> str:
-    """The whole document as an HTML page."""
+def to_html(doc: Document, plotly_src: str | None = None) -> str:
+    """The whole document as an HTML page: self-contained, or with plotly.js read from
+    ``plotly_src`` (a relative path) where many reports share one copy."""
     body = "\n".join(_block(b) for b in doc.blocks)
     plots = ""
     if any(isinstance(b, Image) and b.figure.interactive for b in doc.blocks):
-        from logbook.report.interactive import plotly_js
+        if plotly_src is not None:
+            plots = f'<script src="{escape(plotly_src)}"></script>\n<script>{PLOTS}</script>\n'
+        else:
+            from logbook.report.interactive import plotly_js
 
-        plots = f"<script>{plotly_js()}</script>\n<script>{PLOTS}</script>\n"
+            plots = f"<script>{plotly_js()}</script>\n<script>{PLOTS}</script>\n"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -171,7 +175,10 @@ def _table(b: TableBlock) -> str:
                     attrs += ' class="num"'
             if i == sev:
                 attrs += f' class="sev-{escape(c.text)}"'
-            cells.append(f"<td{attrs}>{escape(c.text)}</td>")
+            text = escape(c.text)
+            if c.href:
+                text = f'<a href="{escape(c.href)}">{text}</a>'
+            cells.append(f"<td{attrs}>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return (
         f'<table class="{css}"{anchor}><thead><tr>{head}</tr></thead>'

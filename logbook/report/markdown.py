@@ -16,7 +16,7 @@ from logbook.report.blocks import (
     Para,
     TableBlock,
 )
-from logbook.report.tables import Table
+from logbook.report.tables import Cell, Table
 
 
 def to_markdown(doc: Document, figure_dir: str) -> str:
@@ -78,8 +78,15 @@ def table(t: Table) -> str:
     ]
     head = "| " + " | ".join(cell(h) for h in t.headers) + " |"
     rule = "|" + "|".join("---:" if n else "---" for n in numeric) + "|"
-    rows = ["| " + " | ".join(cell(c.text) for c in r) + " |" for r in t.rows]
+    rows = ["| " + " | ".join(_cell(c) for c in r) + " |" for r in t.rows]
     return "\n".join([head, rule, *rows])
+
+
+def _cell(c: Cell) -> str:
+    if not c.href:
+        return cell(c.text)
+    text = cell(c.text).replace("[", "\\[").replace("]", "\\]")
+    return f"[{text}]({c.href})"
 
 
 def _is_number(text: str) -> bool:

@@ -26,6 +26,7 @@ _BASE_FIELDS = {
 class Cell:
     text: str
     key: str | float | None = None  # sort key; the text when None
+    href: str | None = None  # a link (a relative path) the text is drawn as
 
 
 @dataclass

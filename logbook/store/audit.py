@@ -1,5 +1,6 @@
-"""``audit``: every input read, audited and stored, on a pool of worker processes; an
-input seen before and unchanged is kept as it is."""
+"""``audit``: every input read, audited and stored, on a pool of worker processes or a
+Ray cluster (the same task function under both); an input seen before and unchanged is
+kept as it is. Workers give back each run's row and tables; this process writes them."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import polars as pl
 from logbook.errors import UsageError
 from logbook.store.index import frame, read_index, write_index
 from logbook.store.inputs import Input, content_hash, expand
-from logbook.store.task import audit_input, remove_run
+from logbook.store.task import Result, audit_input, remove_run, write_tables
 
 _THREADS = "POLARS_MAX_THREADS"
 INDEX_EVERY_S = 10.0  # the index is rewritten at most this often while an audit runs
@@ -38,9 +39,12 @@ def audit(
     store: str | Path,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ray: str | None = None,
 ) -> AuditSummary:
     """Audit every input of ``patterns`` into ``store``; ``workers`` processes (default:
-    the CPU count; 1 reads in this process). ``progress(done, total)`` after each input."""
+    the CPU count; 1 reads in this process), or tasks on Ray when ``ray`` is an address
+    (``""``: the one ``RAY_ADDRESS`` names or one running here, else a local instance of
+    ``workers`` CPUs). ``progress(done, total)`` after each input."""
     t0 = time.perf_counter()
     if workers is not None and workers < 1:
         raise UsageError("--workers must be >= 1")
@@ -55,9 +59,11 @@ def audit(
     done_rows: dict[str, list[dict]] = {}
     last_write = time.perf_counter()
 
-    def finished(inp: Input, rows: list[dict]) -> None:
+    def finished(inp: Input, results: list[Result]) -> None:
         nonlocal last_write
-        done_rows[inp.path] = rows
+        for row, tables in results:
+            write_tables(root, row["run_id"], tables)
+        done_rows[inp.path] = [row for row, _ in results]
         if progress is not None:
             progress(len(done_rows), len(todo))
         if time.perf_counter() - last_write > INDEX_EVERY_S:
@@ -65,7 +71,10 @@ def audit(
             last_write = time.perf_counter()
 
     try:
-        _run_all(todo, str(root), n_workers, finished)
+        if ray is not None:
+            _on_ray(todo, ray, workers, finished)
+        else:
+            _run_all(todo, n_workers, finished)
     finally:
         new = _write(root, index, kept, done_rows)
     mine = new.filter(pl.col("input").is_in([i.path for i in inputs]))
@@ -98,10 +107,18 @@ def _split(index: pl.DataFrame, inputs: list[Input]) -> tuple[pl.DataFrame, list
     return index.filter(pl.col("input").is_in(keep)), todo
 
 
-def _run_all(todo: list[Input], store: str, workers: int, finished) -> None:
+def _on_ray(todo: list[Input], address: str, cpus: int | None, finished) -> None:
+    from logbook.executor import ray_unordered
+
+    env = {_THREADS: os.environ.get(_THREADS, "1")}
+    for i, results in ray_unordered(audit_input, todo, address, cpus, env):
+        finished(todo[i], results)
+
+
+def _run_all(todo: list[Input], workers: int, finished) -> None:
     if workers == 1 or len(todo) <= 1:
         for inp in todo:
-            finished(inp, audit_input(inp, store))
+            finished(inp, audit_input(inp))
         return
     # spawned, not forked: a fork of a process that runs polars' thread pool can hang;
     # one polars thread a worker (read when polars loads there): the workers share the
@@ -110,20 +127,20 @@ def _run_all(todo: list[Input], store: str, workers: int, finished) -> None:
     saved = os.environ.get(_THREADS)
     os.environ.setdefault(_THREADS, "1")
     try:
-        _pool(todo, store, workers, finished, ctx)
+        _pool(todo, workers, finished, ctx)
     finally:
         if saved is None:
             os.environ.pop(_THREADS, None)
 
 
-def _pool(todo: list[Input], store: str, workers: int, finished, ctx) -> None:
+def _pool(todo: list[Input], workers: int, finished, ctx) -> None:
     with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx) as pool:
         pending: dict[Future, Input] = {}
         queue = list(reversed(todo))
         while queue or pending:
             while queue and len(pending) < 2 * workers:
                 inp = queue.pop()
-                pending[pool.submit(audit_input, inp, store)] = inp
+                pending[pool.submit(audit_input, inp)] = inp
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for fut in done:
                 inp = pending.pop(fut)

@@ -1,13 +1,20 @@
-"""The audit of one input: read its runs, detect, write each run's tables, give the
-index rows. Module-level and given plain values: it runs in worker processes."""
+"""The audit of one input: read its runs, detect, and give each run's index row and
+tables (as Parquet bytes, which the audit writes into the store). Module-level and given
+plain values: it runs in worker processes, local or on a Ray cluster, so a worker needs
+no access to the store, and a task run again after its worker died writes nothing twice."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import shutil
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -15,7 +22,12 @@ import polars as pl
 from logbook.atomic import atomic_path
 from logbook.errors import InputError, UsageError
 from logbook.store.index import TABLES, partition
-from logbook.store.inputs import Input, content_hash
+from logbook.store.inputs import Input, content_hash, open_bytes, relative
+
+_COPY_BLOCK = 1 << 24  # bytes of a remote file read at a time
+
+# one run of an input: its index row, and its tables as Parquet bytes (none on an error)
+Result = tuple[dict, dict[str, bytes]]
 
 
 def run_id(input_path: str, index: int) -> str:
@@ -23,33 +35,93 @@ def run_id(input_path: str, index: int) -> str:
     return hashlib.sha1(f"{input_path}#{index}".encode()).hexdigest()[:16]
 
 
-def audit_input(inp: Input, store: str) -> list[dict]:
-    """Index rows of every run of ``inp`` (its tables written under ``store``); one row
-    with ``error`` set when the input cannot be read."""
+def audit_input(inp: Input) -> list[Result]:
+    """The index row and tables of every run of ``inp``; one row with ``error`` set (and
+    no tables) when the input cannot be read."""
     from parsers import read_logs
 
     t0 = time.perf_counter()
-    base = {
-        "input": inp.path,
-        "sources": list(inp.files),
-        "stamp": inp.stamp,
-        "content_hash": content_hash(inp),
-    }
     try:
-        paths = [inp.path] if _whole(inp) else list(inp.files)
-        if not paths:
-            raise InputError(f"{inp.path}: an empty directory")
-        runs = read_logs(paths)
-    except Exception as exc:  # (recorded with the input, never stopping the audit)
-        return [{**base, "run_id": run_id(inp.path, 0), "error": _why(exc), **_took(t0)}]
-    rows = []
-    for i, run in enumerate(runs):
-        rid = run_id(inp.path, i)
-        try:
-            rows.append({**base, **_audit_run(run, Path(store), rid, i), **_took(t0)})
-        except Exception as exc:
-            rows.append({**base, "run_id": rid, "error": _why(exc), **_took(t0)})
-    return rows
+        with _local_copy(inp) as (local, digest):
+            base = {
+                "input": inp.path,
+                "sources": list(inp.files),
+                "stamp": inp.stamp,
+                "content_hash": digest,
+            }
+            named = _renamer(local.path, inp.path)
+            try:
+                paths = [local.path] if whole_input(local) else list(local.files)
+                if not paths:
+                    raise InputError(f"{inp.path}: an empty directory")
+                runs = read_logs(paths)
+            except Exception as exc:  # (recorded with the input, never stopping the audit)
+                row = {**base, "run_id": run_id(inp.path, 0), "error": named(_why(exc))}
+                return [({**row, **_took(t0)}, {})]
+            out: list[Result] = []
+            for i, run in enumerate(runs):
+                rid = run_id(inp.path, i)
+                try:
+                    row, tables = _audit_run(run, rid, i, named)
+                    out.append(({**base, **row, **_took(t0)}, tables))
+                except Exception as exc:
+                    out.append(({**base, "run_id": rid, "error": _why(exc), **_took(t0)}, {}))
+            return out
+    except InputError as exc:  # a remote input that could not be fetched
+        row = {"input": inp.path, "sources": list(inp.files), "stamp": inp.stamp}
+        return [({**row, "run_id": run_id(inp.path, 0), "error": str(exc), **_took(t0)}, {})]
+
+
+@contextlib.contextmanager
+def _local_copy(inp: Input) -> Iterator[tuple[Input, str]]:
+    """(the input as local files, its content hash). A remote input's files are streamed
+    into a temp folder (in slices, hashed on the way; the folder removed after), keeping
+    their names, which some formats are told by."""
+    if not inp.remote:
+        yield inp, content_hash(inp)
+        return
+    with tempfile.TemporaryDirectory(prefix="logbook-audit-") as tmp:
+        h = hashlib.sha256()
+        files = []
+        for f in inp.files:
+            rel = relative(inp, f)
+            target = Path(tmp) / "input" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            h.update(rel.encode())
+            try:
+                with open_bytes(f) as src, open(target, "wb") as dst:
+                    while block := src.read(_COPY_BLOCK):
+                        h.update(block)
+                        dst.write(block)
+            except OSError as exc:
+                raise InputError(f"{f}: cannot read ({exc})") from None
+            files.append(str(target))
+        folder = Path(tmp) / "input"
+        folder.mkdir(exist_ok=True)
+        single = len(inp.files) == 1 and inp.files[0] == inp.path
+        path = files[0] if single else str(folder)
+        local = Input(path=path, files=tuple(files), size=inp.size, mtime_ns=inp.mtime_ns)
+        yield local, h.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Renamer:
+    """Names of the local copy's files told as the input's (its URL)."""
+
+    local: str
+    given: str
+
+    def __call__(self, s: str) -> str:
+        return s.replace(self.local, self.given) if self.local != self.given else s
+
+    def column(self, df: pl.DataFrame, name: str) -> pl.DataFrame:
+        if self.local == self.given or name not in df.columns:
+            return df
+        return df.with_columns(pl.col(name).str.replace(self.local, self.given, literal=True))
+
+
+def _renamer(local: str, given: str) -> _Renamer:
+    return _Renamer(local, given.rstrip("/") if local != given else given)
 
 
 def _why(exc: Exception) -> str:
@@ -58,7 +130,7 @@ def _why(exc: Exception) -> str:
     return f"internal error: {type(exc).__name__}: {exc}"
 
 
-def _whole(inp: Input) -> bool:
+def whole_input(inp: Input) -> bool:
     """Whether the input is read as one path (a file, or a folder its format reads)."""
     p = Path(inp.path)
     if p.is_file():
@@ -72,7 +144,7 @@ def _took(t0: float) -> dict:
     return {"seconds": round(time.perf_counter() - t0, 4)}
 
 
-def _audit_run(run, store: Path, rid: str, index: int) -> dict:
+def _audit_run(run, rid: str, index: int, named: _Renamer) -> tuple[dict, dict]:
     from logbook.cli_runs import run_name
     from logbook.detectors import detect
     from logbook.event_table import events_frame
@@ -96,13 +168,10 @@ def _audit_run(run, store: Path, rid: str, index: int) -> dict:
         pl.Series("resume_step", [getattr(e, "resume_step", None) for e in run.events], pl.Int64),
         pl.Series("count", [getattr(e, "count", None) for e in run.events], pl.Int64),
     )
+    events = named.column(events, "file")
     tables = {"metrics": m, "events": events, "findings": findings.to_frame()}
-    for table in TABLES:
-        target = partition(store, table, rid)
-        with atomic_path(target) as tmp:
-            tables[table].write_parquet(tmp)
     g = account(run)
-    return {
+    row = {
         "run_id": rid,
         "run": run_name(run, index),
         "format": run.meta.format,
@@ -118,9 +187,23 @@ def _audit_run(run, store: Path, rid: str, index: int) -> dict:
         "info": tally_of(tally, "info"),
         "worst": f"{worst.severity} {worst.kind} at {worst.step}" if worst else None,
         "incidents": json.dumps(incidents, sort_keys=True),
-        "caveats": list(run.meta.caveats),
+        "caveats": [named(c) for c in run.meta.caveats],
         "error": None,
     }
+    return row, {t: _parquet(tables[t]) for t in TABLES}
+
+
+def _parquet(df: pl.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    df.write_parquet(buf)
+    return buf.getvalue()
+
+
+def write_tables(store: Path, rid: str, tables: dict[str, bytes]) -> None:
+    """A run's tables into the store, each file written whole and renamed."""
+    for table, data in tables.items():
+        with atomic_path(partition(store, table, rid)) as tmp:
+            Path(tmp).write_bytes(data)
 
 
 def tally_of(tally: Counter, severity: str) -> int:
