@@ -44,6 +44,13 @@ def audit(
         ),
     ] = False,
     ray_address: RayAddressOpt = None,
+    split_mib: Annotated[
+        float,
+        typer.Option(
+            "--split-mib",
+            help="A folder of launch files this large (MiB) is parsed one task per file.",
+        ),
+    ] = 256.0,
 ) -> None:
     """Parse and audit every run of the inputs into a store of Parquet tables (runs.parquet,
     metrics/, events/, findings/); inputs unchanged since the last audit are not read
@@ -54,7 +61,9 @@ def audit(
     from logbook.store.audit import progress_printer
 
     address = wanted(ray, ray_address, workers is not None)
-    s = do_audit(inputs, store, workers, progress_printer(), ray=address)
+    if split_mib < 0:
+        raise UsageError("--split-mib must be >= 0")
+    s = do_audit(inputs, store, workers, progress_printer(), ray=address, split_mib=split_mib)
     typer.echo(
         f"{store}: {s.inputs:,} input(s), {s.audited:,} audited, {s.unchanged:,} unchanged; "
         f"{s.runs:,} run(s), {s.failed:,} unreadable; {s.seconds:.1f} s"

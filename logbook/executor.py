@@ -1,5 +1,7 @@
-"""Where independent tasks run: on a Ray cluster (``--ray``), given the same module-level
-task functions that the local process pools run.
+"""Where independent tasks run: in this process, on a pool of local processes, or on a
+Ray cluster (``--ray``), given the same module-level task functions under each. A job is
+the argument of the task function, or a :class:`Fanout`: a stage over several items side
+by side (the files of a large input), then one task over their results.
 
 ``--ray`` alone connects to the cluster that ``RAY_ADDRESS`` names, or to one started on
 this machine with ``ray start --head``; with no cluster to join it starts a local Ray
@@ -20,7 +22,9 @@ import re
 import socket
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from logbook.errors import UsageError
@@ -36,6 +40,57 @@ TOKEN_HINT = (
     "the cluster asks for a token: set RAY_AUTH_MODE=token, with the cluster's token in "
     "~/.ray/auth_token or RAY_AUTH_TOKEN"
 )
+
+
+@dataclass(frozen=True)
+class Fanout:
+    """A job in two stages: ``each(item)`` for every item, side by side, then
+    ``then(head, *their results)``, whose result is the job's."""
+
+    each: Callable
+    items: tuple
+    then: Callable
+    head: Any
+
+
+def run_here(fn: Callable, job: Any) -> Any:
+    """One job, in this process."""
+    if isinstance(job, Fanout):
+        return job.then(job.head, *[job.each(x) for x in job.items])
+    return fn(job)
+
+
+def pool_unordered(fn: Callable, jobs: list, workers: int, mp_context) -> Iterator[tuple[int, Any]]:
+    """``(i, result)`` of every job as it finishes on a pool of ``workers`` processes; at
+    most ``IN_FLIGHT_PER_CPU`` tasks a worker are queued at a time."""
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=mp_context) as pool:
+        pending: dict[Future, tuple[int, int]] = {}  # future -> (job, item; -1: the job)
+        parts: dict[int, dict[int, Any]] = {}
+        queue = list(range(len(jobs)))[::-1]
+        while queue or pending:
+            while queue and len(pending) < IN_FLIGHT_PER_CPU * workers:
+                i = queue.pop()
+                job = jobs[i]
+                if isinstance(job, Fanout) and job.items:
+                    parts[i] = {}
+                    for k, x in enumerate(job.items):
+                        pending[pool.submit(job.each, x)] = (i, k)
+                elif isinstance(job, Fanout):
+                    pending[pool.submit(job.then, job.head)] = (i, -1)
+                else:
+                    pending[pool.submit(fn, job)] = (i, -1)
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in done:
+                i, k = pending.pop(fut)
+                if k < 0:
+                    yield i, fut.result()
+                    continue
+                parts[i][k] = fut.result()
+                job = jobs[i]
+                if len(parts[i]) == len(job.items):  # every item in: the job's own task
+                    got = parts.pop(i)
+                    args = [got[n] for n in range(len(got))]
+                    pending[pool.submit(job.then, job.head, *args)] = (i, -1)
 
 
 def ray_argv(args: list[str]) -> list[str]:
@@ -175,7 +230,19 @@ def ray_unordered(
     if not jobs:
         return
     with session(address, cpus, env) as ray:
-        task = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(fn)
+        remote: dict[Callable, Any] = {}
+
+        def task(f: Callable):
+            if f not in remote:
+                remote[f] = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(f)
+            return remote[f]
+
+        def submit(job):
+            if isinstance(job, Fanout):  # the items' results go to the job's task as refs
+                refs = [task(job.each).remote(x) for x in job.items]
+                return task(job.then).remote(job.head, *refs)
+            return task(fn).remote(job)
+
         window = IN_FLIGHT_PER_CPU * cluster_cpus(ray)
         todo = list(range(len(jobs)))[::-1]
         pending: dict[Any, int] = {}
@@ -183,7 +250,7 @@ def ray_unordered(
             while todo or pending:
                 while todo and len(pending) < window:
                     i = todo.pop()
-                    pending[task.remote(jobs[i])] = i
+                    pending[submit(jobs[i])] = i
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
                     i = pending.pop(ref)

@@ -307,8 +307,6 @@ def read_logs(
 
 
 def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -> list[Run]:
-    from parsers.runs import by_run_column, fresh_start, run_starts, split_part
-
     if isinstance(paths, str | Path):
         paths = [paths]
     paths = [spool(p) for p in paths]  # a stream (``-``, a pipe) is read once
@@ -318,6 +316,27 @@ def _read_logs(paths: list[str | Path] | str | Path, fmt: str | None, tz: str) -
     if "logbook" in formats or set(formats) == {"chronicle"}:
         return [_read_log(paths, fmt, tz)]
     results = [r for p, f in zip(paths, formats, strict=True) for r in parse_path(p, f, True)]
+    return assemble_runs(results)
+
+
+def file_parts(path: str | Path, fmt: str | None = None) -> list[tuple[Parsed, ParseStats]] | None:
+    """What one file of an input gives to :func:`assemble_runs` (its parts, as
+    :func:`read_logs` reads them), so that the files of a large input can be parsed
+    apart (in other processes) and assembled after; None for a file that is a whole
+    run in itself or a chronicle (logbook, notes), which only ``read_logs`` reads."""
+    with paused_gc():
+        p = spool(path)
+        f = fmt or sniff(p)
+        if f in ("logbook", "chronicle"):
+            return None
+        return parse_path(p, f, True)
+
+
+def assemble_runs(results: list[tuple[Parsed, ParseStats]]) -> list[Run]:
+    """The runs of an input's parsed parts (every file's, in the input's file order):
+    parts split by run, ordered by launch, stitched; as :func:`read_logs` gives them."""
+    from parsers.runs import by_run_column, fresh_start, run_starts, split_part
+
     results = [b for part, st in results for b in by_run_column(part, st)]
     groups: list[list[tuple[Parsed, ParseStats]]] = []
     for per_dir in _by_run_dir(results):

@@ -156,3 +156,37 @@ def test_bad_requests(fleet, tmp_path, monkeypatch, capsys):
     (tmp_path / "afile").write_text("x")
     with pytest.raises(UsageError, match="is a file, not a folder"):
         audit([str(fleet)], tmp_path / "afile")
+
+
+def _launches(tmp_path: Path) -> Path:
+    """A folder of two launch files: a run's log cut in two at its restart."""
+    lines = (ROOT / "fixtures/megatron/spike_restart.log").read_text().splitlines(True)
+    cut = next(i for i, line in enumerate(lines) if i > 10 and "WORLD INFO DICT" in line)
+    d = tmp_path / "inputs" / "job"
+    d.mkdir(parents=True)
+    (d / "launch1.log").write_text("".join(lines[:cut]))
+    (d / "launch2.log").write_text("".join(lines[cut:]))
+    return d
+
+
+def test_a_large_input_parsed_file_by_file_gives_the_same_store(tmp_path):
+    job = _launches(tmp_path)
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    audit([str(job)], whole, workers=1)
+    s = audit([str(job)], split, workers=2, split_mib=0)  # every folder split
+    assert (s.inputs, s.audited, s.runs, s.failed) == (1, 1, 1, 0)
+    (row,) = read_index(split).to_dicts()
+    assert (row["records"], row["restarts"], row["segments"]) == (121, 1, 2)
+    assert row["sources"] == [str(job / "launch1.log"), str(job / "launch2.log")]
+    (want,) = read_index(whole).to_dicts()
+    assert {k: v for k, v in row.items() if k != "seconds"} == {
+        k: v for k, v in want.items() if k != "seconds"
+    }
+    for t in ("metrics", "events", "findings"):
+        got = pl.read_parquet(split / t / f"run_id={row['run_id']}" / "part.parquet")
+        assert got.equals(pl.read_parquet(whole / t / f"run_id={row['run_id']}" / "part.parquet"))
+    # a file of it unreadable: the input's row, with that file's error
+    (job / "launch2.log").write_bytes(bytes(range(256)) * 40)
+    audit([str(job)], split, workers=2, split_mib=0)
+    (row,) = read_index(split).to_dicts()
+    assert row["error"] == f"{job / 'launch2.log'}: not a text log (binary data at byte 0)"

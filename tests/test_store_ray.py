@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from test_store_audit import _launches
 
 from logbook.errors import UsageError
 from logbook.executor import ray_argv, wanted
@@ -96,12 +97,17 @@ def fleet(tmp_path):
 
 
 def test_audit_on_ray_gives_the_store_of_the_local_audit(cluster, fleet, tmp_path):
+    job = _launches(tmp_path)  # a folder of launch files: on Ray, one task per file
+    (fleet / "job").mkdir()
+    for f in job.iterdir():
+        (fleet / "job" / f.name).write_bytes(f.read_bytes())
     local, on_ray = tmp_path / "local", tmp_path / "ray"
     audit([str(fleet / "*")], local, workers=1)
-    r = _cli("audit", str(fleet / "*"), "--store", str(on_ray), "--ray", cluster)
+    args = ["--ray", cluster, "--split-mib", "0"]
+    r = _cli("audit", str(fleet / "*"), "--store", str(on_ray), *args)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().endswith("s") and "4 input(s), 4 audited, 0 unchanged" in r.stdout
-    assert "4 run(s), 1 unreadable" in r.stdout
+    assert r.stdout.strip().endswith("s") and "5 input(s), 5 audited, 0 unchanged" in r.stdout
+    assert "5 run(s), 1 unreadable" in r.stdout
     rows, tables = _store(on_ray)
     want_rows, want_tables = _store(local)
     assert rows == want_rows
@@ -111,7 +117,9 @@ def test_audit_on_ray_gives_the_store_of_the_local_audit(cluster, fleet, tmp_pat
     assert bad["error"] == f"{fleet / 'corrupt.log'}: not a text log (binary data at byte 0)"
     # nothing changed: nothing read again, also on Ray
     again = _cli("audit", str(fleet / "*"), "--store", str(on_ray), f"--ray={cluster}")
-    assert again.returncode == 0 and "0 audited, 4 unchanged" in again.stdout
+    assert again.returncode == 0 and "0 audited, 5 unchanged" in again.stdout
+    job_row = next(r for r in rows if r["input"].endswith("job"))
+    assert (job_row["records"], job_row["restarts"], len(job_row["sources"])) == (121, 1, 2)
 
 
 def _ray_tasks(name: str) -> list[int]:

@@ -85,10 +85,11 @@ def test_audit_of_s3_objects_and_prefixes(s3, bucket, tmp_path):
     assert job["input"] == f"s3://{name}/runs/job7"
     assert job["sources"] == [f"s3://{name}/runs/job7/launch1.log"]
     assert (job["records"], job["restarts"]) == (7, 3)
-    # hashed as a local folder is: names within the input, then bytes
-    data = (MEGATRON / "crash_restarts.log").read_bytes()
-    assert job["content_hash"] == hashlib.sha256(b"launch1.log" + data).hexdigest()
-    assert crash["content_hash"] == hashlib.sha256(b"crash_restarts.log" + data).hexdigest()
+    # hashed as a local folder is: each file's name within the input and its own hash
+    data = hashlib.sha256((MEGATRON / "crash_restarts.log").read_bytes()).hexdigest()
+    assert job["content_hash"] == hashlib.sha256(f"launch1.log\0{data}\n".encode()).hexdigest()
+    want = hashlib.sha256(f"crash_restarts.log\0{data}\n".encode()).hexdigest()
+    assert crash["content_hash"] == want
     # events name the objects, not the local copies they were read from
     events = pl.scan_parquet(store / "events", hive_partitioning=True).collect()
     assert sorted(set(events.get_column("file").to_list())) == sorted(

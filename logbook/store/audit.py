@@ -9,15 +9,17 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from logbook.errors import UsageError
+from logbook.executor import Fanout, pool_unordered
 from logbook.store.index import frame, read_index, write_index
 from logbook.store.inputs import Input, content_hash, expand
+from logbook.store.split import SPLIT_MIB
+from logbook.store.split import job as split_job
 from logbook.store.task import Result, audit_input, remove_run, write_tables
 
 _THREADS = "POLARS_MAX_THREADS"
@@ -40,11 +42,13 @@ def audit(
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     ray: str | None = None,
+    split_mib: float = SPLIT_MIB,
 ) -> AuditSummary:
     """Audit every input of ``patterns`` into ``store``; ``workers`` processes (default:
     the CPU count; 1 reads in this process), or tasks on Ray when ``ray`` is an address
     (``""``: the one ``RAY_ADDRESS`` names or one running here, else a local instance of
-    ``workers`` CPUs). ``progress(done, total)`` after each input."""
+    ``workers`` CPUs). An input of several files of at least ``split_mib`` MiB is parsed
+    one task per file, then assembled. ``progress(done, total)`` after each input."""
     t0 = time.perf_counter()
     if workers is not None and workers < 1:
         raise UsageError("--workers must be >= 1")
@@ -71,10 +75,11 @@ def audit(
             last_write = time.perf_counter()
 
     try:
+        jobs = [split_job(inp, split_mib) for inp in todo]
         if ray is not None:
-            _on_ray(todo, ray, workers, finished)
+            _on_ray(todo, jobs, ray, workers, finished)
         else:
-            _run_all(todo, n_workers, finished)
+            _run_all(todo, jobs, n_workers, finished)
     finally:
         new = _write(root, index, kept, done_rows)
     mine = new.filter(pl.col("input").is_in([i.path for i in inputs]))
@@ -107,16 +112,18 @@ def _split(index: pl.DataFrame, inputs: list[Input]) -> tuple[pl.DataFrame, list
     return index.filter(pl.col("input").is_in(keep)), todo
 
 
-def _on_ray(todo: list[Input], address: str, cpus: int | None, finished) -> None:
+def _on_ray(todo: list[Input], jobs: list, address: str, cpus: int | None, finished) -> None:
     from logbook.executor import ray_unordered
 
     env = {_THREADS: os.environ.get(_THREADS, "1")}
-    for i, results in ray_unordered(audit_input, todo, address, cpus, env):
+    for i, results in ray_unordered(audit_input, jobs, address, cpus, env):
         finished(todo[i], results)
 
 
-def _run_all(todo: list[Input], workers: int, finished) -> None:
-    if workers == 1 or len(todo) <= 1:
+def _run_all(todo: list[Input], jobs: list, workers: int, finished) -> None:
+    if not todo:
+        return
+    if workers == 1 or (len(todo) == 1 and not isinstance(jobs[0], Fanout)):
         for inp in todo:
             finished(inp, audit_input(inp))
         return
@@ -127,24 +134,11 @@ def _run_all(todo: list[Input], workers: int, finished) -> None:
     saved = os.environ.get(_THREADS)
     os.environ.setdefault(_THREADS, "1")
     try:
-        _pool(todo, workers, finished, ctx)
+        for i, results in pool_unordered(audit_input, jobs, workers, ctx):
+            finished(todo[i], results)
     finally:
         if saved is None:
             os.environ.pop(_THREADS, None)
-
-
-def _pool(todo: list[Input], workers: int, finished, ctx) -> None:
-    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx) as pool:
-        pending: dict[Future, Input] = {}
-        queue = list(reversed(todo))
-        while queue or pending:
-            while queue and len(pending) < 2 * workers:
-                inp = queue.pop()
-                pending[pool.submit(audit_input, inp)] = inp
-            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-            for fut in done:
-                inp = pending.pop(fut)
-                finished(inp, fut.result())
 
 
 def _write(

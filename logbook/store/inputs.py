@@ -175,12 +175,24 @@ def open_bytes(path: str):
         raise InputError(f"{path}: cannot read ({exc})") from None
 
 
-def content_hash(inp: Input) -> str:
-    """SHA-256 over the input's files (their paths relative to it, and their bytes)."""
+def file_hash(path: str) -> str:
+    """SHA-256 of one file's bytes (local path or URL)."""
     h = hashlib.sha256()
-    for f in inp.files:
-        h.update(relative(inp, f).encode())
-        with open_bytes(f) as fh:
-            while block := fh.read(_HASH_BLOCK):
-                h.update(block)
+    with open_bytes(path) as fh:
+        while block := fh.read(_HASH_BLOCK):
+            h.update(block)
     return h.hexdigest()
+
+
+def combined_hash(inp: Input, hashes: list[str]) -> str:
+    """The input's hash from its files' (their names within it, each file's SHA-256):
+    the same whether its files were hashed together or apart."""
+    h = hashlib.sha256()
+    for f, fh in zip(inp.files, hashes, strict=True):
+        h.update(f"{relative(inp, f)}\0{fh}\n".encode())
+    return h.hexdigest()
+
+
+def content_hash(inp: Input) -> str:
+    """SHA-256 over the input's files: their names relative to it and their own hashes."""
+    return combined_hash(inp, [file_hash(f) for f in inp.files])

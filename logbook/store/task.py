@@ -22,7 +22,7 @@ import polars as pl
 from logbook.atomic import atomic_path
 from logbook.errors import InputError, UsageError
 from logbook.store.index import TABLES, partition
-from logbook.store.inputs import Input, content_hash, open_bytes, relative
+from logbook.store.inputs import Input, combined_hash, content_hash, open_bytes, relative
 
 _COPY_BLOCK = 1 << 24  # bytes of a remote file read at a time
 
@@ -43,33 +43,47 @@ def audit_input(inp: Input) -> list[Result]:
     t0 = time.perf_counter()
     try:
         with _local_copy(inp) as (local, digest):
-            base = {
-                "input": inp.path,
-                "sources": list(inp.files),
-                "stamp": inp.stamp,
-                "content_hash": digest,
-            }
-            named = _renamer(local.path, inp.path)
-            try:
+
+            def read() -> list:
                 paths = [local.path] if whole_input(local) else list(local.files)
                 if not paths:
                     raise InputError(f"{inp.path}: an empty directory")
-                runs = read_logs(paths)
-            except Exception as exc:  # (recorded with the input, never stopping the audit)
-                row = {**base, "run_id": run_id(inp.path, 0), "error": named(_why(exc))}
-                return [({**row, **_took(t0)}, {})]
-            out: list[Result] = []
-            for i, run in enumerate(runs):
-                rid = run_id(inp.path, i)
-                try:
-                    row, tables = _audit_run(run, rid, i, named)
-                    out.append(({**base, **row, **_took(t0)}, tables))
-                except Exception as exc:
-                    out.append(({**base, "run_id": rid, "error": _why(exc), **_took(t0)}, {}))
-            return out
+                return read_logs(paths)
+
+            return audited(inp, digest, read, _renamer(local.path, inp.path), t0)
     except InputError as exc:  # a remote input that could not be fetched
-        row = {"input": inp.path, "sources": list(inp.files), "stamp": inp.stamp}
-        return [({**row, "run_id": run_id(inp.path, 0), "error": str(exc), **_took(t0)}, {})]
+        return [failed(inp, str(exc), t0)]
+
+
+def base_row(inp: Input, digest: str | None) -> dict:
+    return {"input": inp.path, "sources": list(inp.files), "stamp": inp.stamp,
+            "content_hash": digest}  # fmt: skip
+
+
+def failed(inp: Input, error: str, t0: float, digest: str | None = None) -> Result:
+    """The one row of an input that could not be read."""
+    row = {**base_row(inp, digest), "run_id": run_id(inp.path, 0), "error": error}
+    return {**row, **_took(t0)}, {}
+
+
+def audited(inp: Input, digest: str, read, named=None, t0: float = 0.0) -> list[Result]:
+    """The rows and tables of the runs ``read()`` gives (an error it raises is the
+    input's row); ``named`` tells local copies' file names as the input's."""
+    named = named or _renamer(inp.path, inp.path)
+    base = base_row(inp, digest)
+    try:
+        runs = read()
+    except Exception as exc:  # (recorded with the input, never stopping the audit)
+        return [failed(inp, named(why(exc)), t0, digest)]
+    out: list[Result] = []
+    for i, run in enumerate(runs):
+        rid = run_id(inp.path, i)
+        try:
+            row, tables = _audit_run(run, rid, i, named)
+            out.append(({**base, **row, **_took(t0)}, tables))
+        except Exception as exc:
+            out.append(({**base, "run_id": rid, "error": why(exc), **_took(t0)}, {}))
+    return out
 
 
 @contextlib.contextmanager
@@ -81,13 +95,11 @@ def _local_copy(inp: Input) -> Iterator[tuple[Input, str]]:
         yield inp, content_hash(inp)
         return
     with tempfile.TemporaryDirectory(prefix="logbook-audit-") as tmp:
-        h = hashlib.sha256()
-        files = []
+        files, hashes = [], []
         for f in inp.files:
-            rel = relative(inp, f)
-            target = Path(tmp) / "input" / rel
+            target = Path(tmp) / "input" / relative(inp, f)
             target.parent.mkdir(parents=True, exist_ok=True)
-            h.update(rel.encode())
+            h = hashlib.sha256()
             try:
                 with open_bytes(f) as src, open(target, "wb") as dst:
                     while block := src.read(_COPY_BLOCK):
@@ -96,12 +108,13 @@ def _local_copy(inp: Input) -> Iterator[tuple[Input, str]]:
             except OSError as exc:
                 raise InputError(f"{f}: cannot read ({exc})") from None
             files.append(str(target))
+            hashes.append(h.hexdigest())
         folder = Path(tmp) / "input"
         folder.mkdir(exist_ok=True)
         single = len(inp.files) == 1 and inp.files[0] == inp.path
         path = files[0] if single else str(folder)
         local = Input(path=path, files=tuple(files), size=inp.size, mtime_ns=inp.mtime_ns)
-        yield local, h.hexdigest()
+        yield local, combined_hash(inp, hashes)
 
 
 @dataclass(frozen=True)
@@ -124,7 +137,7 @@ def _renamer(local: str, given: str) -> _Renamer:
     return _Renamer(local, given.rstrip("/") if local != given else given)
 
 
-def _why(exc: Exception) -> str:
+def why(exc: Exception) -> str:
     if isinstance(exc, InputError | UsageError):
         return str(exc)
     return f"internal error: {type(exc).__name__}: {exc}"
