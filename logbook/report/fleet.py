@@ -10,7 +10,6 @@ links to it (see :mod:`logbook.report.fleet_runs` for how a run is read back).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -348,18 +347,7 @@ _HOW = {"input": "read again from their inputs", "tables": "rebuilt from the sto
 
 
 def progress_printer(stream=None) -> Callable[[int, int], None]:
-    """``reports k/N`` on one redrawn line on a terminal (``stream``: stderr), every 10%
-    otherwise."""
-    stream = stream or sys.stderr
-    tty = stream.isatty()
+    """``reports k/N`` on stderr (see :func:`logbook.progress.counter`)."""
+    from logbook.progress import counter
 
-    def show(done: int, total: int) -> None:
-        if tty:
-            stream.write(f"\rreports {done:,}/{total:,}")
-            if done == total:
-                stream.write("\n")
-        elif total and (done == total or done % max(1, total // 10) == 0):
-            stream.write(f"reports {done:,}/{total:,}\n")
-        stream.flush()
-
-    return show
+    return counter("reports {done}/{total}", stream)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -157,17 +156,8 @@ def _write(
     return new
 
 
-def progress_printer(stream=sys.stderr) -> Callable[[int, int], None]:
-    """``audited k/N inputs`` on one redrawn line on a terminal, every 10% otherwise."""
-    tty = stream.isatty()
+def progress_printer(stream=None) -> Callable[[int, int], None]:
+    """``audited k/N inputs`` on stderr (see :func:`logbook.progress.counter`)."""
+    from logbook.progress import counter
 
-    def show(done: int, total: int) -> None:
-        if tty:
-            stream.write(f"\raudited {done:,}/{total:,} inputs")
-            if done == total:
-                stream.write("\n")
-        elif total and (done == total or done % max(1, total // 10) == 0):
-            stream.write(f"audited {done:,}/{total:,} inputs\n")
-        stream.flush()
-
-    return show
+    return counter("audited {done}/{total} inputs", stream)
