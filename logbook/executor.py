@@ -264,8 +264,7 @@ def _get(ray, ref):
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:  # the task's own exception, as raised
-        cause = exc.as_instanceof_cause()
-        raise (cause.cause if getattr(cause, "cause", None) else cause) from None
+        raise (exc.cause or exc) from None
 
 
 def ray_map(fn: Callable, jobs: list, address: str, cpus: int | None = None, env=None) -> list:

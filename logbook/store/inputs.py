@@ -112,7 +112,7 @@ def _remote(pattern: str) -> list[Input]:
         if not paths:
             raise UsageError(f"{pattern}: no such file or directory")
         return [_remote_input(fs, p) for p in paths]
-    except (OSError, PermissionError) as exc:
+    except OSError as exc:
         raise UsageError(f"{pattern}: cannot list ({exc})") from None
 
 
