@@ -100,7 +100,10 @@ def phrase(f: Finding) -> str:
     at = f"{lo}..{hi}" if lo is not None and hi is not None and lo != hi else f"{f.step}"
     if f.kind in ("loss_spike", "grad_norm_spike"):
         tail = "" if ev.get("recovered", True) else ", not recovered"
-        return f"{f.kind} x{fmt(ev.get('ratio'))} at {ev.get('peak_step', f.step)}{tail}"
+        size = f" x{fmt(ev['ratio'])}" if ev.get("ratio") is not None else ""
+        if ev.get("bound_nats") is not None:  # (lm_loss_bound: no baseline to divide by)
+            size = f" {fmt(ev.get('peak'))} (> {fmt(ev['bound_nats'])} nats)"
+        return f"{f.kind}{size} at {ev.get('peak_step', f.step)}{tail}"
     if f.kind.endswith("_drift"):
         return f"{f.kind} x{fmt(ev.get('ratio'))} over {at}"
     if f.kind == "nonfinite":

@@ -37,7 +37,6 @@ KNOWN_GAPS = {
     "text/trace_issue5_epoch_step_loss_in_tqdm_desc_repeats_each_epoch": "epochs out of order",
     "fairseq/fairseq_lua_issue26_blstm_epoch_jumps_20_to_100": "fairseq-lua's layout",
     "text/ultralytics_issue21765_yolov8_negative_box_loss_epochs7_9": "epoch tables of YOLOv8",
-    "text/yolact_issue359_apex_overflow_between_iters": "one-letter loss keys",
     "deepspeed/ds_issue697_2021_grad_overflow_two_line_msg_scale_stuck_at_1": (
         "DeepSpeed's throughput-only timer lines"
     ),
@@ -154,9 +153,6 @@ def test_nine_in_ten_labelled_incidents_are_events_or_findings():
 CRASH_MISSES = {
     "detectron2/d2_214_2019_format_stops_at_790": "the exception itself is not in the paste",
     "hf_trainer/malaysia_ai_ray_gpt2_resume_ckpt200_after_s3_timeout": "workers' bars out of order",
-    "detectron2/cdfsod_devit_artaxor_1shot_crash_at_iter0_then_relaunch_40_iters": (
-        "detectron2's start-up banner is no launch: the crash before it ends nothing"
-    ),
 }
 
 

@@ -1174,3 +1174,62 @@ def test_an_exception_python_ignored_after_training_is_no_crash(tmp_path):
     assert [f for f in detect(run) if f.kind == "crash"] == []
     # ``Training completed`` and the ``Exception ignored`` line are left for a reader
     assert run.meta.parse[0].first_unrecognized == [4, 5]
+
+
+def test_losses_keyed_by_one_letter_read_their_total_and_apex_overflows_the_step_after(
+    tmp_path,
+):
+    # YOLACT's train.py: ``[epoch] iteration ||`` then a capital letter per loss term and
+    # ``T`` their total; apex's overflow message between two prints (every 10 iterations)
+    # skipped the iteration after the first of them; a paste opened an inline-code span
+    # on the first line
+    rec = "[  1]    {i} || B: 5.5{d} | C: 3.1{d} | M: 7.{d} | S: 1.2{d} | T: {t} || timer: 0.3\n"
+    over = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {s}\n"
+    text = "`" + "".join(rec.format(i=100 + 10 * k, d=k, t=17.0 + k / 10) for k in range(4))
+    text += over.format(s=1.52587890625e-05)
+    text += "".join(rec.format(i=140 + 10 * k, d=k, t=17.4 + k / 10) for k in range(2))
+    text += over.format(s=7.62939453125e-06)
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [100, 110, 120, 130, 140, 150]
+    assert run.metrics.get_column("loss").to_list() == [17.0, 17.1, 17.2, 17.3, 17.4, 17.5]
+    assert run.metrics.get_column("b").to_list()[:2] == [5.50, 5.51]
+    overflows = run.events_of("overflow_skip")
+    assert [(e.step, e.new_scale) for e in overflows] == [
+        (131, 1.52587890625e-05),
+        (151, 7.62939453125e-06),
+    ]
+    assert (run.meta.parse[0].records, run.meta.parse[0].unrecognized) == (6, 0)
+
+
+def test_detectron2s_start_of_training_is_a_launch(tmp_path):
+    from logbook.detectors import detect
+
+    rec = (
+        "[12/22 19:{m}:00] d2.utils.events INFO:  eta: 0:00:19  iter: {i}  total_loss: {x}"
+        "  time: 0.9  data_time: 0.01  lr: 0.002  max_mem: 1308M\n"
+    )
+    start = "[12/22 19:{m}:00] d2.engine.train_loop INFO: Starting training from iteration {i}\n"
+    crash = (
+        "[12/22 19:15:44] d2.engine.train_loop ERROR: Exception during training:\n"
+        "Traceback (most recent call last):\n"
+        '  File "train_net.py", line 10, in main\n'
+        "RuntimeError: Expected size for first two dimensions of batch2 tensor\n"
+    )
+    # a launch that crashed at its first iteration, then one that trained from 0
+    text = start.format(m=15, i=0) + crash + start.format(m=31, i=0)
+    text += rec.format(m=31, i=19, x=5.455) + rec.format(m=32, i=39, x=4.823)
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [19, 39]
+    (restart,) = run.events_of("restart")
+    assert (restart.resume_step, restart.cause) == (0, "exception")
+    found = [f for f in detect(run) if f.kind == "restart"]
+    assert [(f.step, f.severity, f.evidence["cause"]) for f in found] == [
+        (19, "warning", "exception")
+    ]
+    # a resume from a checkpoint: the first iteration it runs is 5000
+    text = start.format(m=10, i=0) + rec.format(m=11, i=4979, x=1.5)
+    text += rec.format(m=12, i=4999, x=1.4) + start.format(m=20, i=5000)
+    text += rec.format(m=21, i=5019, x=1.3)
+    (run,) = _runs(tmp_path, text)
+    (restart,) = run.events_of("restart")
+    assert (restart.resume_step, restart.last_step_before) == (4999, 4999)

@@ -26,6 +26,7 @@ from logbook.detectors import (
     divergence,
     drift,
     grad_norm_spike,
+    lm_loss_bound,
     loss_scale,
     loss_spike,
     lr_change,
@@ -57,6 +58,7 @@ DETECTORS: dict[str, Detector] = {
     "crash": crash.DETECTOR,
     "short_spike": short_spike.DETECTOR,
     "zero_loss": zero_loss.DETECTOR,
+    "lm_loss_bound": lm_loss_bound.DETECTOR,
 }
 
 PRECURSORS = "precursors"  # the config section of precursor linking

@@ -97,7 +97,13 @@ def _episodes(part: pl.DataFrame, cfg: Config) -> list[Finding]:
                     + ("" if recovered else "; not recovered by the end of the excerpt")
                     + f" (a short excerpt: {loss.size} records, judged on its own records)"
                 ),
-                evidence={"baseline": base, "peak": float(loss[peak]), "records": int(loss.size)},
+                evidence={
+                    "baseline": base,
+                    "peak": float(loss[peak]),
+                    "ratio": ratio,
+                    "recovered": recovered,
+                    "records": int(loss.size),
+                },
             )
         )
         i = j + 1

@@ -1,8 +1,8 @@
 """What logs put around a record, taken off in vectorized passes.
 
-Colour codes, quote marks of a paste (``> ``), typographic quotes, launcher and rank
-tags (``[rank0]:``, ``[default3]:``, ``0:``, ``host: ``), logger headers
-(``2024-05-01 12:00:00,123 - root - INFO - ``, ``[04/01 12:00:00 d2.utils.events]:``,
+Colour codes, quote marks of a paste (``> ``, an inline-code backtick), typographic
+quotes, launcher and rank tags (``[rank0]:``, ``[default3]:``, ``0:``, ``host: ``), logger
+headers (``2024-05-01 12:00:00,123 - root - INFO - ``, ``[04/01 12:00:00 d2.utils.events]:``,
 ``I0501 12:00:00.123456 1234 file.py:12]``, ``module.name:157 >> ``, ``(main.py 216): ``) and
 logger tags of ``|``-separated fields (nanotron's ``[INFO|DP=0|PP=0|TP=0|host]:``,
 transformers' ``[INFO|trainer.py:1815]``).
@@ -16,6 +16,10 @@ import polars as pl
 
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07"
 QUOTE = r"^(?:\s*>)+ ?"
+# a Markdown inline-code span a paste opened or closed on a log line (``\`[  1]  1440 ||``);
+# a fence (three backticks) is a line of its own, ignored
+TICK_OPEN = r"^(\s*)`([^`])"
+TICK_CLOSE = r"([^`])`\s*$"
 # launcher / rank tags, possibly several (``[rank0]:[titan] ``, ``host: [default1]: ``,
 # TorchX's ``[trainer0|0]:``),
 # and line numbers of a paste (``[1744] ``, the first one cut to ``1743] ``)
@@ -79,6 +83,8 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
         frame = frame.with_columns(typo)
     if text.str.contains(r"^\s*>").any():
         frame = frame.with_columns(s.str.replace(QUOTE, ""))
+    if text.str.contains("`", literal=True).any():
+        frame = frame.with_columns(s.str.replace(TICK_OPEN, "$1$2").str.replace(TICK_CLOSE, "$1"))
     if text.str.contains(" pid=", literal=True).any():
         frame = frame.with_columns(s.str.replace(RAY, "").str.replace(RAY_REPEAT, ""))
     if frame.get_column("s").str.contains(RANK).any():

@@ -82,6 +82,7 @@ CRASH_CAUSES = [
 ]
 RESUME = (
     r"(?i)resum(?:e|ed|ing) (?:training |the training )?from|loading checkpoint|"
+    r"Starting training from iteration \d|"  # detectron2's launch (0: a fresh one)
     r"loaded checkpoint|load(?:ed|ing)? (?:model )?(?:state )?from checkpoint|"
     r"continuing training from|restor(?:ed|ing) (?:from )?checkpoint|"
     r"resume_from_checkpoint|auto[- ]?resum"
@@ -124,9 +125,12 @@ _OVERRIDE = re.compile(OVERRIDE)
 _PLATEAU = re.compile(PLATEAU)
 _STEP = re.compile(r"(?i)(?:iteration|iter|step|global_step|global step)[\s:=]*(\d+)")
 _SCALES = re.compile(
-    r"(?i)(?:attempted loss scale|loss scale)\D{0,12}?([\d.eE+-]+)\D{1,30}?(?:reducing|setting|"
-    r"to)\D{0,12}?([\d.eE+-]+)"
+    r"(?i)(?:attempted loss scale|loss scale)\D{0,12}?(\d[\d.eE+-]*)\D{1,30}?(?:reducing|setting|"
+    r"to)\D{0,12}?(\d[\d.eE+-]*)"
 )
+# apex's ``Skipping step, loss scaler 0 reducing loss scale to 1.52587890625e-05``
+_START_ITER = re.compile(r"Starting training from iteration (\d{1,12})\b")
+_NEW_SCALE = re.compile(r"(?i)(?:reducing|setting) loss scale to:?\s*(\d[\d.eE+-]*)")
 _BAR = re.compile(r"\b(\d{1,12})/\d+ \[")  # a tqdm bar's position: ``378/2724 [``
 _LR_KEYS = {"learning_rate", "lr", "max_lr"}
 TEXT_MAX = 300
@@ -150,6 +154,8 @@ def read_event(s: str, line: int, name: str) -> EventBase | None:
             step = int(bar.group(1)) + 1  # glued to a progress bar: the step it is on
         m = _SCALES.search(s)
         old, new = (_float(m.group(1)), _float(m.group(2))) if m else (None, None)
+        if m is None and (m := _NEW_SCALE.search(s)):
+            new = _float(m.group(1))
         return OverflowSkip(step=step, attempted_scale=old, new_scale=new, source=src, text=text)
     for cause, rx in _CAUSES:
         if rx.search(s):
@@ -157,6 +163,8 @@ def read_event(s: str, line: int, name: str) -> EventBase | None:
                 step = int(keras.group(1)) + 1
             return HardwareFailure(cause=cause, step=step, source=src, text=text)
     if _RESUME.search(s):
+        if m := _START_ITER.search(s):  # the 0-based iteration it runs first
+            step = max(int(m.group(1)) - 1, 0)
         return Restart(resume_step=step, source=src, text=text)
     if _SAVE.search(s):
         return CheckpointSave(step=step, source=src, text=text)

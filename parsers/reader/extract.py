@@ -213,6 +213,11 @@ def _engine_steps(df: pl.DataFrame) -> dict[int, float]:
     return out
 
 
+def _engine(ev: EventBase) -> bool:
+    """Whether an overflow line is DeepSpeed's engine's (``OVERFLOW! ... Skipping step``)."""
+    return ev.source is not None and "OVERFLOW!" in (ev.text or "")
+
+
 def _skipped_steps(
     overflows: list[EventBase],
     rec_lines: np.ndarray,
@@ -223,10 +228,11 @@ def _skipped_steps(
     iteration after the last one printed (an engine prints it as it skips: DeepSpeed's
     ``OVERFLOW! Rank 0 Skipping step``), so those between two records skipped the steps
     after the first, one each, up to the second; before the first record, the steps up
-    to it. Lines of one loss scale (every rank says it) are one overflow. An overflow on
-    the line just before a print of step N (a record, or the engine's ``step=N,
-    skipped=K``; ``printed``: {line: step}) is step N's own: a step is printed as it
-    ends, skipped or not."""
+    to it. Lines of one loss scale (every rank says it) are one overflow. A DeepSpeed
+    overflow on the line just before a print of step N (a record, or the engine's
+    ``step=N, skipped=K``; ``printed``: {line: step}) is step N's own: its engine prints
+    a step as it ends, skipped or not. (Another scaler's message, apex's ``Gradient
+    overflow.  Skipping step``, says nothing of where in the interval it fell.)"""
     groups: dict[int, list[EventBase]] = {}
     for ev in overflows:
         if ev.step is None and ev.source is not None and ev.source.line is not None:
@@ -244,7 +250,7 @@ def _skipped_steps(
         k = n + 1
         owns: dict[int, int] = {}  # (every rank's line of one overflow gets its step)
         for ev, n in zip(evs, order, strict=True):
-            own = (printed or {}).get(ev.source.line + 1) if ev.source else None
+            own = (printed or {}).get(ev.source.line + 1) if _engine(ev) else None
             if own is not None and np.isfinite(own) and (prev is None or own > prev):
                 owns[n] = int(own)
         for ev, n in zip(evs, order, strict=True):

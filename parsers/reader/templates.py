@@ -223,6 +223,7 @@ def template(
     _epoch_before_position(t)
     _dedupe(t)
     _unnamed_loss(t, example)
+    _lettered_total(t)
     t.kind = _kind(t, example, any_value)
     if t.kind == "record":
         _lead_step(t)
@@ -237,6 +238,16 @@ def _unnamed_loss(t: Template, example: str) -> None:
     last = t.fields[2]
     if last.key is None and last.pre.strip() == ":" and not last.unit and ":" not in example[:1]:
         last.column = "loss"
+
+
+def _lettered_total(t: Template) -> None:
+    """``B: 5.495 | C: 3.668 | M: 6.919 | S: 1.564 | T: 17.647`` (YOLACT and its forks):
+    losses keyed by one capital letter each, ``T`` their total: that total is the loss,
+    where nothing else on the line is."""
+    letters = [f for f in t.fields if f.key and len(f.key) == 1 and f.key.isupper()]
+    total = [f for f in letters if f.key == "T"]
+    if len(letters) >= 3 and total and not any(f.column == "loss" for f in t.fields):
+        total[0].column = "loss"
 
 
 def _epoch_before_position(t: Template) -> None:
