@@ -31,6 +31,7 @@ from logbook.schema import (
     LossScaleChange,
     LrChange,
     Nonfinite,
+    OverflowSkip,
     Restart,
     Source,
 )
@@ -78,6 +79,8 @@ class _Records:
     times: pl.Series | None
     interval: int
     prev: np.ndarray  # step of the closest earlier record that has one (-1: none)
+    # the loss scale changed since the record before (an fp16 overflow backed it off)
+    backed_off: np.ndarray | None = None
 
     def prev_step(self, i: int) -> int | None:
         """Step of the closest record before index ``i`` that has one."""
@@ -141,17 +144,37 @@ def _records(metrics: pl.DataFrame) -> _Records:
         times=times,
         interval=_log_interval(step_np[has_step]),
         prev=_previous_valid(step_np, has_step),
+        backed_off=_backed_off(metrics),
     )
 
 
-def _boundaries(recs: _Records, mpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(markers before each record, whether each record opens a segment)."""
+def _backed_off(metrics: pl.DataFrame) -> np.ndarray | None:
+    """Where the loss scale differs from the record before's (None: no loss scale)."""
+    if "loss_scale" not in metrics.columns:
+        return None
+    scale = metrics.get_column("loss_scale").cast(pl.Float64)
+    return (scale != scale.shift(1)).fill_null(False).to_numpy()
+
+
+def _boundaries(
+    recs: _Records, mpos: np.ndarray, opos: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(markers before each record, whether each record opens a segment). ``opos``: the
+    positions of overflow skips; a step printed again after one, or with another loss
+    scale, is that step retried (NVIDIA's BERT pretraining logs the skipped step again),
+    not a rewind."""
     n = len(recs.pos)
     n_before = np.searchsorted(mpos, recs.pos, side="left")
     prev = recs.prev
     boundary = np.zeros(n, dtype=bool)
     if n > 1:
         back = recs.has_step[1:] & (prev[1:] >= 0) & (recs.step[1:] <= prev[1:])
+        o_before = np.searchsorted(opos, recs.pos, side="left")
+        skipped = o_before[1:] > o_before[:-1]
+        if recs.backed_off is not None:  # (a scale printed with each record says it too)
+            skipped = skipped | recs.backed_off[1:]
+        retried = (recs.step[1:] == prev[1:]) & skipped
+        back &= ~retried
         marked = n_before[1:] > n_before[:-1]
         new_file = recs.source[1:] != recs.source[:-1]
         boundary[1:] = back | marked | new_file
@@ -167,8 +190,9 @@ def _place(
     markers = [(p, e) for p, e in events if isinstance(e, Restart)]
     crashes = [(p, e) for p, e in events if isinstance(e, HardwareFailure)]
     mpos = np.array([p for p, _ in markers], dtype=np.int64)
+    opos = np.array([p for p, e in events if isinstance(e, OverflowSkip)], dtype=np.int64)
     n = len(recs.pos)
-    n_before, boundary = _boundaries(recs, mpos)
+    n_before, boundary = _boundaries(recs, mpos, np.sort(opos))
     segment = np.cumsum(boundary)
     fresh = np.zeros(n, dtype=bool)
     out: list[tuple[int, EventBase]] = []

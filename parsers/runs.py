@@ -3,9 +3,11 @@
 A step that goes back (or repeats, with other values) is a relaunch of the same run
 only when the log says so: a launch or checkpoint-load line before it (the parsers'
 ``restart`` markers), or a resume at a step past the run's start (a rewind to a
-checkpoint). A file whose steps go back to where its run began, with no launch
+checkpoint). A step printed again after an fp16 overflow skipped it, or with another
+loss scale, is that step retried. A file whose steps go back to where its run began, with no launch
 evidence, holds another run appended (two jobs writing one ``metrics.json``, two
-pastes in one excerpt); so does one whose clock goes back. Such a file is cut into
+pastes in one excerpt); so does one whose clock goes back, and one whose script said
+it finished training before its steps went back. Such a file is cut into
 blocks, one per run; nothing is invented as a restart.
 """
 
@@ -37,6 +39,9 @@ def run_starts(part: Parsed) -> list[int]:
     if np.isnan(steps.astype(float)).all():
         return []
     marks = launch_lines(part.events, _LAUNCH)
+    skips = launch_lines(part.events, ("overflow_skip",))
+    ends = np.array(part.meta.get("ends") or [], dtype=np.int64)  # clean ends of training
+    scale = m.get_column("loss_scale").cast(pl.Float64).to_numpy() if "loss_scale" in m else None
     times = _seconds(m)
     epochs = m.get_column("epoch").cast(pl.Float64).to_numpy() if "epoch" in m.columns else None
     steps = steps.astype(float)
@@ -50,7 +55,18 @@ def run_starts(part: Parsed) -> list[int]:
         # a repeated first step too (a second job's first record): another run
         # a counter that restarts with the next epoch is the same run going on
         next_epoch = epochs is not None and epochs[i] > epochs[i - 1]
-        if (not b > first and not evidence and not next_epoch) or (b < a and clock_back):
+        # a step printed again after an overflow skipped it (the step is retried)
+        retried = b == a and (
+            np.searchsorted(skips, lines[i]) > np.searchsorted(skips, lines[i - 1])
+            or (scale is not None and scale[i] != scale[i - 1])
+        )
+        # a step that goes back after the script said it finished: another run
+        ended = np.searchsorted(ends, lines[i]) > np.searchsorted(ends, lines[i - 1])
+        if (
+            (not b > first and not evidence and not next_epoch and not retried)
+            or (b < a and clock_back)
+            or (ended and not evidence)
+        ):
             out.append(int(lines[i]))
             first = b
     return out

@@ -25,6 +25,8 @@ import polars as pl
 
 from logbook.errors import InputError
 from logbook.parsed import Parsed
+from logbook.schema import Source, Validation
+from parsers import tags as tt
 from parsers.columns import table_columns, with_core
 from parsers.reader import aliases
 from parsers.reader.numbers import to_float
@@ -171,12 +173,37 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     if per_run is not None:
         raw = _runs_of_columns(raw, cols)
     metrics, caveats = table_metrics(raw)
+    metrics, evals = _validation_rows(metrics, name)
     if per_run is not None:
         caveats = [
             f"a column per run ({len(cols)} runs: {cols[0]}, ...), no step column: row k is "
             f"step k of every run; no header names the metric: the values read as the loss"
         ]
-    return Parsed(metrics=metrics, meta={"caveats": caveats}, ignored=int(skip.sum()) + 1)
+    return Parsed(
+        metrics=metrics, events=evals, meta={"caveats": caveats}, ignored=int(skip.sum()) + 1
+    )
+
+
+def _validation_rows(metrics: pl.DataFrame, name: str) -> tuple[pl.DataFrame, list]:
+    """Rows with evaluation values (``val_loss``, ``eval/acc``) and no training loss, in
+    a table whose other rows carry one (``500,,0.2445,`` beside ``500,0.4234,,5.9e-05``):
+    validation events, not records."""
+    evals = [c for c in metrics.columns if tt.eval_split(c) is not None]
+    if not evals or "loss" not in metrics.columns or metrics.get_column("loss").is_null().all():
+        return metrics, []
+    is_eval = pl.col("loss").is_null() & pl.any_horizontal(pl.col(evals).is_not_null())
+    rows = metrics.filter(is_eval)
+    if rows.height == 0:
+        return metrics, []
+    out = []
+    for row in rows.select("line", "step", *evals).iter_rows(named=True):
+        present = {c: row[c] for c in evals if row[c] is not None}
+        splits = {tt.eval_split(c) for c in present}
+        split = splits.pop() if len(splits) == 1 else None
+        values = {(tt.eval_key(c, split) if split else c): v for c, v in present.items()}
+        src = Source(file=name, line=row["line"])
+        out.append(Validation(step=row["step"], split=split, values=values, source=src))
+    return metrics.filter(~is_eval), out
 
 
 def _runs_of_columns(raw: pl.DataFrame, cols: list[str]) -> pl.DataFrame:

@@ -32,6 +32,22 @@ def test_warmup_and_cosine_are_explained_at_any_log_interval():
     assert found(LR, Run(metrics=pl.DataFrame({"step": [1, 2], "lr": [1.2e-9, 2.4e-9]}))) == []
 
 
+def test_a_warm_up_paused_by_retried_steps_is_no_lr_change():
+    # NVIDIA's BERT pretraining: step 0 printed 3 times (fp16 overflows, the schedule
+    # does not move), then a linear warm-up that pauses a record at steps 5 and 13
+    steps = [0, 0, 0] + list(range(1, 23))
+    k, lr = 1, []
+    for s in steps[3:]:
+        lr.append(2e-5 * k)
+        k += s not in (5, 13)
+    run = Run(metrics=pl.DataFrame({"step": steps, "lr": [2e-5] * 3 + lr}))
+    assert found(LR, run) == []
+    # but a raise after three records of a constant LR is one
+    flat = [1e-4] * 10 + [2e-4] * 10
+    run = Run(metrics=pl.DataFrame({"step": list(range(1, 21)), "lr": flat}))
+    assert [x[:3] for x in found(LR, run)] == [("lr_change", "warning", 11)]
+
+
 def test_manual_cut_at_a_restart_and_jump_inside_a_segment():
     s = np.arange(1, 2001)
     lr = schedule(s)

@@ -35,7 +35,7 @@ def test_quiet_on_a_falling_loss_a_constant_one_and_a_single_record():
     assert SHORT(build_context(run_of([5], [3.0]))) == []
 
 
-def test_quiet_on_runs_longer_than_max_records():
+def test_quiet_on_the_rest_of_a_longer_run():
     loss = list(np.linspace(5.0, 4.0, 30))
     loss[20] = 12.0
     assert SHORT(build_context(run_of(list(range(1, 31)), loss))) == []
@@ -61,3 +61,22 @@ def test_quiet_on_a_loss_within_the_range_the_excerpt_already_swings_over():
     loss = [190.633, 153.861, 135.086, 113.572, 109.87, 116.719, 201.842, 133.516]
     (f,) = SHORT(build_context(run_of(list(range(1, 9)), loss)))
     assert (f.step, round(f.score, 3)) == (7, 1.603)
+
+
+def test_the_first_records_of_a_longer_run_are_judged_on_their_own():
+    # a char-RNN at LR 0.1: 4.61, 4.99, 4.29, 6.45, then back down over four records
+    # (loss_spike's noise scale is still the descent's there)
+    loss = [4.61, 4.99, 4.29, 6.45, 5.71, 5.30, 4.83, 4.31] + list(np.linspace(4.2, 3.0, 52))
+    found = SHORT(build_context(run_of(list(range(1, 61)), loss)))
+    assert [(f.severity, f.start_step, f.end_step, f.message) for f in found] == [
+        (
+            "warning",
+            4,
+            5,
+            "loss 6.45 at step 4, x1.40 the 4.61 of the 3 record(s) before (the run's first "
+            "20 records, judged on their own)",
+        )
+    ]
+    # a rise over the first record alone is not judged in a longer run
+    loss = [0.42, 0.575, 0.40] + list(np.linspace(0.39, 0.2, 40))
+    assert SHORT(build_context(run_of(list(range(1, 44)), loss))) == []

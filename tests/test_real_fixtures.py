@@ -62,8 +62,29 @@ KNOWN_GAPS = {
     "text/learning_to_see_in_dark_issue117_epoch_iter_loss_nan_counter_reset": (
         "two bare counters, epoch and batch"
     ),
-    "dllogger/ngc_tf_bert_horovod_32gpu_loss_scale_overflow_repeats": (
-        "an overflow-retried step printed 7 times is kept once"
+    "lightning/stanton_pl_regression_lr_finder_negative_its_esc_a": (
+        "a bar redrawn at 0% of each epoch repeats the last epoch's loss"
+    ),
+    "maxtext/v7_benchmark_guide_no_loss_field_truncated_lines": (
+        "records without a loss (a benchmark's throughput lines, cut by hand)"
+    ),
+    "text/mxnet_issue1217_resumed_imagenet_speedometer_accuracy_only_no_loss": (
+        "records without a loss (speed and accuracy only)"
+    ),
+    "hf_trainer/chinese_vicuna_issue147_33b_dicts_eval_bar_glued_rich_traceback_box": (
+        "labelled 1..2 (no step printed); read at the one bar position printed after both"
+    ),
+    "metric_logger/salmonn_lavis_runner_md_epoch1_rank3_dataloader_crash": (
+        "an in-epoch counter across two epochs in markdown blocks, the epochs apart"
+    ),
+    "text/chainer_issue1733_mnist_resume_snapshot_epoch_table_loss_jump_epoch6": (
+        "chainer's PrintReport epoch table"
+    ),
+    "text/kohya_sd_scripts_issue2137_epoch_end_bars_avr_loss_nan_rich_info_lines": (
+        "each epoch's bar at its end only, its position counted over the epochs twice"
+    ),
+    "text/nolearn_lasagne_issue35_epoch_table_nan_from_epoch1": (
+        "nolearn's epoch table of bars and rules"
     ),
 }
 

@@ -90,3 +90,15 @@ def test_the_per_run_header_needs_rows_of_numbers():
 
     assert table.sniff(["lr_0.1,lr_0.01", "2.5,2.6", "2.4,2.5"]) == 40
     assert table.sniff(["lr_0.1,lr_0.01", "done,2.6", "2.4,2.5"]) == 0
+
+
+def test_rows_with_evaluation_values_and_no_training_loss_are_validations(tmp_path):
+    text = "step,train_loss,val_loss,lr\n490,0.4265,,5.79e-05\n500,0.4234,,5.89e-05\n"
+    text += "500,,0.2445,\n510,0.4206,,5.99e-05\n"
+    run = _run(tmp_path, text)
+    assert run.metrics.get_column("step").to_list() == [490, 500, 510]
+    assert run.metrics.get_column("loss").to_list() == [0.4265, 0.4234, 0.4206]
+    (val,) = run.events_of("validation")
+    assert (val.step, val.split, val.values) == (500, "val", {"loss": 0.2445})
+    stats = run.meta.parse[0]
+    assert (stats.records, stats.event_lines, stats.ignored) == (3, 1, 1)

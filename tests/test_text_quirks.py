@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -1233,3 +1234,136 @@ def test_detectron2s_start_of_training_is_a_launch(tmp_path):
     (run,) = _runs(tmp_path, text)
     (restart,) = run.events_of("restart")
     assert (restart.resume_step, restart.last_step_before) == (4999, 4999)
+
+
+def _dlll(t: float, step, data: str) -> str:
+    stamp = f"2020-04-21 06:{int(t) // 60:02d}:{int(t) % 60:02d}.000000"
+    s = step if isinstance(step, str) else json.dumps(step)
+    return (
+        f'DLLL {{"timestamp": "{1587450000 + t}", "datetime": "{stamp}", "elapsedtime": '
+        f'"{t}", "type": "LOG", "step": {s}, "data": {data}}}\n'
+    )
+
+
+def test_dlloggers_json_backend_keeps_a_step_retried_after_an_overflow(tmp_path):
+    # NVIDIA's BERT pretraining (dllogger.json): the loss scale is logged alone when it
+    # backs off, and the skipped step is printed again; settings are no records
+    text = _dlll(0, '"PARAMETER"', '{"Config": ["Namespace(resume_from_checkpoint=False)"]}')
+    text += _dlll(1, '"PARAMETER"', '{"learning_rate": 0.004}')
+    rec = '{{"average_loss": {a}, "step_loss": {x}, "learning_rate": {lr}}}'
+    text += _dlll(2, '"PARAMETER"', '{"loss_scale": 524288.0}')
+    text += _dlll(3, [0, 0], rec.format(a=3.62, x=3.7, lr=2e-05))
+    text += _dlll(4, '"PARAMETER"', '{"loss_scale": 262144.0}')
+    text += _dlll(5, [0, 0], rec.format(a=3.58, x=3.38, lr=2e-05))
+    for k in range(1, 6):
+        text += _dlll(5 + k, [0, k], rec.format(a=3.5, x=3.4 - k / 10, lr=2e-05 * (k + 1)))
+    (run,) = _runs(tmp_path, text, "dllogger.json.log")
+    assert run.meta.format == "dllogger"
+    assert _steps(run) == [0, 0, 1, 2, 3, 4, 5]
+    assert run.metrics.get_column("loss").to_list()[:3] == [3.7, 3.38, 3.3]
+    assert run.events_of("restart") == []
+    assert [e.new_scale for e in run.events_of("overflow_skip")] == [524288.0, 262144.0]
+    stats = run.meta.parse[0]
+    assert (stats.records, stats.event_lines, stats.ignored, stats.unrecognized) == (7, 2, 2, 0)
+    from logbook.detectors import detect
+
+    assert [f.kind for f in detect(run) if f.severity != "info"] == []
+
+
+def test_a_step_printed_again_at_another_loss_scale_is_that_step_retried(tmp_path):
+    # TensorFlow BERT (DLLogger stdout): iteration 1 printed at each scale it tried
+    rec = (
+        "DLL 2020-12-17 17:{m:02d}:00.000000 - Iteration: {i}  total_loss : {x}  "
+        "learning_rate : 0.0  loss_scaler : {s}\n"
+    )
+    scales = [4294967296, 2147483648, 1073741824]
+    text = "".join(rec.format(m=k, i=1, x=11.1 + k / 100, s=s) for k, s in enumerate(scales))
+    text += "".join(rec.format(m=3 + k, i=2 + k, x=11.0, s=1073741824) for k in range(3))
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 1, 1, 2, 3, 4]
+    assert run.metrics.get_column("loss_scale").to_list()[:3] == [float(s) for s in scales]
+    assert run.events_of("restart") == []
+    assert run.metrics.get_column("segment").unique().to_list() == [0]
+
+
+def test_steps_that_go_back_after_the_script_said_it_finished_are_another_run(tmp_path):
+    # DeepSpeed's CIFAR example pasted twice: ``[epoch, batch] loss:``, then
+    # ``Finished Training``; the second run's batches start lower than the first's last
+    one = "".join(f"[30,  {b}] loss: 1.3{b // 100 % 10}\n" for b in range(2200, 3200, 100))
+    two = "".join(f"[30,  {b}] loss: 1.4{b // 100 % 10}\n" for b in range(2700, 3200, 100))
+    text = one + "Finished Training\nAccuracy of the network on the 10000 test images: 46 %\n"
+    text += two + "Finished Training\n"
+    first, second = _runs(tmp_path, text)
+    assert (_steps(first)[0], _steps(first)[-1], len(_steps(first))) == (2200, 3100, 10)
+    assert _steps(second) == [2700, 2800, 2900, 3000, 3100]
+    assert first.events_of("restart") == second.events_of("restart") == []
+
+
+def test_llamafactorys_closing_row_with_its_throughput_is_no_record(tmp_path):
+    row = (
+        '{{"current_steps": {s}, "total_steps": 30, "loss": {x}, "learning_rate": 1e-05, '
+        '"epoch": {e}, "percentage": {p}, "elapsed_time": "0:01:00", "remaining_time": '
+        '"0:00:00", "throughput": "512.00", "total_tokens": {t}}}\n'
+    )
+    text = "".join(
+        row.format(s=s, x=1.5 - s / 100, e=s / 30, p=s / 0.3, t=100 * s) for s in (10, 20, 30)
+    )
+    text += (
+        '{"current_steps": 30, "total_steps": 30, "epoch": 1.0, "percentage": 100.0, '
+        '"elapsed_time": "0:03:00", "remaining_time": "0:00:00", "throughput": "0.00", '
+        '"total_tokens": 0}\n'
+    )
+    (run,) = _runs(tmp_path, text, "trainer_log.jsonl")
+    assert _steps(run) == [10, 20, 30]
+
+
+def test_a_traceback_and_an_overflow_glued_onto_a_bar_are_events(tmp_path):
+    from logbook.detectors import detect
+
+    bar = "Steps:   0%|          | {n}/6000 [00:5{n}<4:54:46,  2.96s/it, lr=0, step_loss=nan]"
+    over = (
+        "[2025-08-27 10:12:2{n},030] [INFO] [loss_scaler.py:184:update_scale] [deepspeed] "
+        "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {a}, reducing to {b}\n"
+    )
+    text = over.format(n=2, a=4, b=2) + bar.format(n=6) + over.format(n=5, a=2, b=1)
+    text += bar.format(n=7) + "[rank0]: Traceback (most recent call last):\n"
+    text += '[rank0]:   File "train.py", line 999, in <module>\n[rank0]:     main()\n'
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [6, 7]
+    assert [(e.step, e.new_scale) for e in run.events_of("overflow_skip")] == [(6, 2.0), (7, 1.0)]
+    (crash,) = [f for f in detect(run) if f.kind == "crash"]
+    assert (crash.severity, crash.step, crash.evidence["cause"]) == ("critical", 7, "exception")
+
+
+def test_a_nan_loss_warning_before_a_print_is_that_steps_non_finite_loss(tmp_path):
+    # deepspeech.pytorch zeroes a NaN loss and says so before the batch's line
+    rec = "Epoch: [1][{i}/9000]\tTime 0.9 (0.9)\tData 0.01 (0.01)\tLoss {x:.4f} ({x:.4f})\t\n"
+    text = rec.format(i=4690, x=120.5) + rec.format(i=4691, x=118.2)
+    text += "WARNING: received a nan loss, setting loss value to 0\nSkipping grad update\n"
+    text += rec.format(i=4692, x=0.0) + rec.format(i=4693, x=117.9)
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [4690, 4691, 4692, 4693]
+    assert [(e.step, e.metric, e.value) for e in run.events_of("nonfinite")] == [
+        (4692, "loss", "nan")
+    ]
+
+
+def test_a_kill_or_a_rich_traceback_glued_onto_the_last_bar_ends_the_run(tmp_path):
+    bar = "{n}/450 [====>....] - ETA: 17:28 - loss: 20.{n} - location_loss: 5.3367"
+    text = "\n".join(bar.format(n=n) for n in (317, 318)) + "\n" + bar.format(n=319) + "Killed\n"
+    (run,) = _runs(tmp_path, text)
+    (crash,) = [f for f in detect(run) if f.kind == "crash"]
+    assert (crash.step, crash.evidence["cause"]) == (319, "sigkill")
+    dicts = "".join(
+        f"{{'loss': 1.{k}, 'learning_rate': 2.9e-04, 'epoch': 0.0{k}}}\n" for k in (3, 5)
+    )
+    box = (
+        "  2%|##     | 50/2019 [24:43<15:52:05, 29.01s/it\u256d\n"
+        + "\u2500" * 20
+        + " Traceback (most recent call last) "
+        + "\u2500" * 20
+        + "\u256e\n\u2502 /home/user/finetune.py:271 in <module>  \u2502\n"
+    )
+    (run,) = _runs(tmp_path, dicts + box, "y.log")
+    (crash,) = [f for f in detect(run) if f.kind == "crash"]
+    assert (crash.severity, crash.evidence["cause"]) == ("critical", "exception")

@@ -4,8 +4,9 @@ The parsers turn crash evidence into ``hardware_failure`` events (a CUDA or NCCL
 out of memory, a bus error, a watchdog timeout, a time-limit kill, an uncaught exception
 or a traceback cut before it, a loss that stopped the script). Evidence followed by a
 ``restart`` is that restart's cause (the ``restarts`` detector reports it). Fires once per
-run whose evidence comes after its last record with no restart after it: that is how the
-run ended. The finding sits at the last step recorded (no step when the log shows no
+run whose evidence comes after its last record (or is glued onto its line: a traceback
+begun on a progress bar's last redraw) with no restart after it: that is how the run
+ended. The finding sits at the last step recorded (no step when the log shows no
 record at all: a crash at start-up) and names the most specific cause seen and the line
 that printed it. A message that says a non-finite loss stopped training, at the last
 step recorded (Keras' TerminateOnNaN, printed onto the progress bar before its last
@@ -80,7 +81,11 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
         e
         for e in failures
         if e.source is not None
-        and (_pos(e, files) > bound or _stops_at_end(e, last_step, bound, files, events))
+        and (
+            _pos(e, files) > bound
+            or (_pos(e, files) == last_pos == bound)  # glued onto the last record's line
+            or _stops_at_end(e, last_step, bound, files, events)
+        )
     ]
     if not ending:
         return []

@@ -64,6 +64,9 @@ class Config(DetectorConfig):
     )
 
 
+WARMUP_PAUSE = 3  # records of an unchanged LR that end a warm-up
+
+
 def detect(ctx: Context, cfg: Config) -> list[Finding]:
     out = _from_series(ctx, cfg) if ctx.has("lr") else []
     series = list(out)  # the jumps of the series (events are matched against these)
@@ -99,11 +102,14 @@ def _stated(f: Finding, e: LrChange) -> None:
 def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
     lr = ctx.column("lr").cast(pl.Float64).fill_null(np.nan).to_numpy()
     keep = (ctx.column("lineage").to_numpy() == 0) & np.isfinite(lr) & (lr > 0)
-    lr = lr[keep]
+    step = ctx.column("step").to_numpy()[keep]
+    # a step printed again (retried after an fp16 overflow): its last print
+    last = np.concatenate((step[1:] != step[:-1], [True])) if step.size else step == step
+    lr = lr[keep][last]
     if lr.size < 2:
         return []
-    step = ctx.column("step").to_numpy()[keep]
-    age = ctx.column("restart_age").to_numpy()[keep]
+    step = step[last]
+    age = ctx.column("restart_age").to_numpy()[keep][last]
     prev = _shift(lr, 1)
     dstep = np.concatenate(([np.nan], np.diff(step).astype(float)))
     s = (lr - prev) / dstep  # slope per step since the previous record
@@ -113,11 +119,14 @@ def _from_series(ctx: Context, cfg: Config) -> list[Finding]:
         # slope) are looked at closely
         p1 = _shift(s, 1)
         jump = np.abs(s - p1) * dstep >= cfg.min_rel_change * np.fmax(lr, prev)
-        rows = np.flatnonzero(jump | np.isnan(p1))
+        # (an LR that did not change is no jump, whatever the slope did)
+        rows = np.flatnonzero((jump | np.isnan(p1)) & (lr != prev))
         u = _unexplained(s, lr, prev, dstep, rows)
         # the warm-up: every rise before the learning rate first stops rising (unless a
         # relaunch set it)
-        ended = np.maximum.accumulate(lr <= prev)[rows]
+        # (a pause of a record or two is no end: a step retried after an fp16 overflow
+        # does not move the schedule)
+        ended = np.maximum.accumulate((lr < prev) | _flat(lr, prev, WARMUP_PAUSE))[rows]
         warm = ~ended & (lr[rows] > prev[rows]) & (age[rows] > 0)
         # the end of a decay to zero (8.1e-10 -> 6.7e-12: a large ratio of nothing) and
         # a comparison across a gap in the log (steps jumping 20 times the usual
@@ -191,6 +200,14 @@ def _unexplained(
     resid = np.where(np.isnan(p1) & np.isnan(n1), np.abs(x), np.fmin(left, right))
     bend = np.nan_to_num(np.abs(n1 - p1) / 2)
     return (resid - bend) * dstep[rows] / np.fmax(lr[rows], prev[rows])
+
+
+def _flat(lr: np.ndarray, prev: np.ndarray, k: int) -> np.ndarray:
+    """Where the LR has stayed the same for ``k`` records in a row."""
+    same = (lr == prev).astype(np.int64)
+    # length of the run of equal records ending at each row
+    reset = np.maximum.accumulate(np.where(same == 0, np.arange(same.size), -1))
+    return np.arange(same.size) - reset >= k
 
 
 def _shift(x: np.ndarray, k: int) -> np.ndarray:

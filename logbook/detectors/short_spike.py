@@ -10,10 +10,14 @@ or ``clear_ratio`` (1.5) times their median (the excerpt's own swings are its no
 (kind ``loss_spike``) spans the records until the loss is back under ``recovered_ratio``
 (1.2) times the baseline, or the end ("not recovered"), and says that the evidence is
 short. Severity: critical at ``critical_ratio`` (2x) or not recovered, warning otherwise.
+A longer run's first ``max_records`` records (of its trajectory) are judged the same
+way, each against at least ``first_records`` (2) records before it: early in training
+the noise scale of ``loss_spike`` is still that of the warm-up descent, and hides a rise
+such as ``4.61, 4.99, 4.29, 6.45, 5.71, 5.30``.
 
-Stays quiet on: longer runs (``loss_spike`` judges them), a loss that takes negative
-values (a signed objective: ratios mean nothing), a falling loss, a first record,
-constant input, steps where ``loss_spike`` already found a spike.
+Stays quiet on: the rest of a longer run (``loss_spike`` judges it), a loss that takes
+negative values (a signed objective: ratios mean nothing), a falling loss, a first
+record, constant input, steps where ``loss_spike`` already found a spike.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ class Config(DetectorConfig):
     )
     recovered_ratio: float = Field(1.2, gt=1, description="Back under this times the baseline.")
     critical_ratio: float = Field(2.0, gt=1, description="Peak / baseline that is critical.")
+    first_records: int = Field(
+        2, ge=1, description="Records before the first one judged, at the start of a longer run."
+    )
 
 
 RATIO_MAX = 1e300  # a ratio beyond this is a damaged value's: reported as this
@@ -53,19 +60,25 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
     d = ctx.select(["lineage", "step", "segment", "loss"]).filter(
         pl.col("loss").is_not_null() & pl.col("loss").is_finite()
     )
-    if d.height < 2 or d.height > cfg.max_records:
+    if d.height < 2:
         return []
+    if d.height > cfg.max_records:  # a longer run: its first records, trajectory only
+        start = d.filter(pl.col("lineage") == 0).head(cfg.max_records)
+        return _episodes(start, cfg, first=cfg.first_records) if start.height >= 2 else []
     out: list[Finding] = []
     for (_,), part in d.group_by(["lineage"], maintain_order=True):
         out += _episodes(part, cfg)
     return out
 
 
-def _episodes(part: pl.DataFrame, cfg: Config) -> list[Finding]:
+def _episodes(part: pl.DataFrame, cfg: Config, first: int = 1) -> list[Finding]:
+    """Spikes of one lineage, from its record ``first`` on (records before it: the
+    baseline only)."""
     loss = part.get_column("loss").to_numpy()
     steps = part.get_column("step").to_list()
     segs = part.get_column("segment").to_list()
-    out, i = [], 1
+    whole = first == 1  # (else the start of a longer run)
+    out, i = [], first
     while i < loss.size:
         base = float(np.median(loss[:i]))
         within = (
@@ -95,7 +108,11 @@ def _episodes(part: pl.DataFrame, cfg: Config) -> list[Finding]:
                     f"loss {loss[peak]:.4g} at step {steps[peak]}, x{ratio:.2f} the "
                     f"{base:.4g} of the {i} record(s) before"
                     + ("" if recovered else "; not recovered by the end of the excerpt")
-                    + f" (a short excerpt: {loss.size} records, judged on its own records)"
+                    + (
+                        f" (a short excerpt: {loss.size} records, judged on its own records)"
+                        if whole
+                        else f" (the run's first {loss.size} records, judged on their own)"
+                    )
                 ),
                 evidence={
                     "baseline": base,

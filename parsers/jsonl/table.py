@@ -142,6 +142,8 @@ def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:
 
 
 _PROGRESS = {"epoch", "percentage", "total_steps", "max_steps", "progress", "epoch_pct"}
+# what LLaMA-Factory's closing row repeats besides (its throughput and tokens are 0 there)
+_CLOSING = {"elapsed_time", "remaining_time", "throughput", "total_tokens"}
 
 
 def _split(table: pl.DataFrame) -> Table:
@@ -172,7 +174,8 @@ def _split(table: pl.DataFrame) -> Table:
         # a row that has only progress values (epoch, percentage, ...) is bookkeeping,
         # not a step whose loss was lost: LLaMA-Factory's closing row of
         # trainer_log.jsonl writes null for its loss and lr
-        has_train = has_train & pl.any_horizontal(pl.col(measured).is_not_null())
+        kept = [c for c in measured if c not in _CLOSING] or measured
+        has_train = has_train & pl.any_horizontal(pl.col(kept).is_not_null())
     kind = table.select(has_train.alias("t"), (~has_train & has_eval).alias("e"))
     records = table.filter(kind.get_column("t"))
     keep = [c for c in records.columns if c in core or records.get_column(c).is_not_null().any()]

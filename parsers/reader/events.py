@@ -13,6 +13,7 @@ from logbook.schema import (
     EventBase,
     HardwareFailure,
     LrChange,
+    Nonfinite,
     OverflowSkip,
     Restart,
     Source,
@@ -64,7 +65,8 @@ CRASH_CAUSES = [
         r"terminating due to uncaught exception|terminate called after throwing"
         r"|Aborted \(core dumped\)|^zsh: abort |^\w+: line \d+: +\d+ Aborted",
     ),
-    ("sigkill", r"SIGKILL"),
+    # (the shell's ``Killed``, on its own line or glued onto a bar it cut short)
+    ("sigkill", r"SIGKILL|(?:^|[\d\]])Killed\s*$"),
     ("sigterm", r"SIGTERM|received signal 15"),
     # Megatron's --exit-interval and --exit-duration-in-mins: a checkpoint saved, then out
     ("planned_exit", r"exiting program at iteration \d+|exiting program after [\d.]+ minutes"),
@@ -91,6 +93,16 @@ SAVE = (  # (not a command line's ``--save model.pt`` flag)
     r"(?i)(?:^|[^-\w])sav(?:e|ed|ing) (?:model )?(?:checkpoint|ckpt|model)|checkpoint saved|"
     r"saved checkpoint|Saving (?:model )?weights|saving model to"
 )
+# a script's word that a loss was non-finite and the step skipped or zeroed, with no
+# value printed (deepspeech.pytorch: ``WARNING: received a nan loss, setting loss value
+# to 0``): a non-finite loss at the record it precedes
+NAN_LOSS = r"(?i)received an? (?:nan|inf) loss|\bnan loss (?:detected|encountered)"
+# a training script's own word that it finished (a clean end: steps that go back after
+# it are another run, not a relaunch)
+END = (
+    r"(?i)^\s*(?:finished training|training (?:is )?(?:finished|completed|complete|done)\b)"
+    r"|\bProcess \d+ exits successfully"
+)
 OVERFLOW = (
     r"OVERFLOW!|(?i:grad(?:ient)? overflow|overflow detected|skipping step)|"
     r"Attempted loss scale|loss scale (?:reduced|decreased)|setting loss scale to"
@@ -102,15 +114,23 @@ PLATEAU = (
     r"(?i)reducing learning rate (?:of group \d+ )?to ([-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)"
 )
 ANY = "|".join(
-    f"(?:{p})" for p in [RESUME, SAVE, OVERFLOW, OVERRIDE, PLATEAU] + [p for _, p in CRASH_CAUSES]
+    f"(?:{p})"
+    for p in [RESUME, SAVE, OVERFLOW, OVERRIDE, PLATEAU, NAN_LOSS] + [p for _, p in CRASH_CAUSES]
 )
 # a Python traceback's lines that say nothing of their own (its first line, the lines
 # between chained exceptions, a caret marker; its indented frames are told by indentation)
 # (also glued onto a progress bar's last state: ``0/30 [00:00<?, ?it/s]Traceback ...``)
-TRACEBACK_START = r"(?:^|[\]|]\s*)Traceback \(most recent call last\)"
+# (rich's boxed traceback too: ``╭──── Traceback (most recent call last) ────╮``)
+TRACEBACK_START = r"(?:^|[\]|\u2500\u256d]\s*)Traceback \(most recent call last\)"
+# begun after a progress bar, on its line (``...loss=nan][rank0]: Traceback (most ...``)
+TRACEBACK_GLUED = r"[\]|](?:\s*\[rank\d+\]:)?\s*Traceback \(most recent call last\)"
 TRACEBACK_REACH = 200  # lines after a traceback's first line its exception may come
 # any crash evidence (one vectorized test; the cause is told by ``read_event``)
 CRASH_ANY = "|".join(f"(?:{p})" for _, p in CRASH_CAUSES)
+# what a record line may carry glued onto it and is read from it: crash evidence,
+# DeepSpeed's overflow message, a traceback's start
+GLUED_OVERFLOW = "OVERFLOW! Rank"
+GLUED_ANY = f"{CRASH_ANY}|{GLUED_OVERFLOW}|{TRACEBACK_GLUED}"
 TRACEBACK_BODY = (
     r"^Traceback \(most recent call last\)|^During handling of the above|^The above exception"
     r"|^\^+$"
@@ -121,6 +141,7 @@ _KERAS_NAN = re.compile(r"Batch (\d{1,15}): Invalid loss, terminating training")
 _RESUME = re.compile(RESUME)
 _SAVE = re.compile(SAVE)
 _OVERFLOW = re.compile(OVERFLOW)
+_NAN_LOSS = re.compile(NAN_LOSS)
 _OVERRIDE = re.compile(OVERRIDE)
 _PLATEAU = re.compile(PLATEAU)
 _STEP = re.compile(r"(?i)(?:iteration|iter|step|global_step|global step)[\s:=]*(\d+)")
@@ -149,6 +170,8 @@ def read_event(s: str, line: int, name: str) -> EventBase | None:
         return ConfigChange(key=key, new=value.strip()[:TEXT_MAX], source=src, text=text)
     if m := _PLATEAU.search(s):
         return LrChange(new=_float(m.group(1)), manual=False, source=src, text=text)
+    if _NAN_LOSS.search(s):  # (its step: the record it precedes, see ``extract``)
+        return Nonfinite(metric="loss", value="nan", source=src, text=text)
     if _OVERFLOW.search(s):
         if step is None and (bar := _BAR.search(s)):
             step = int(bar.group(1)) + 1  # glued to a progress bar: the step it is on

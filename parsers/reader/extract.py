@@ -10,7 +10,7 @@ import polars as pl
 
 from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
-from logbook.schema import EventBase, HardwareFailure, Source, Validation
+from logbook.schema import EventBase, HardwareFailure, OverflowSkip, Source, Validation
 from parsers.reader import Spec, events
 from parsers.reader.numbers import NUMBER_RE
 from parsers.reader.passes import two_passes
@@ -90,6 +90,9 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
             meta["train_iters"] = int(total)
         records = records.drop("_total")
     meta["columns_from"] = _columns_from(temps)
+    ends = df.filter(~pl.col("taken") & pl.col("body").str.contains(events.END))
+    if ends.height:
+        meta["ends"] = ends.get_column("line").unique().sort().to_list()
     metrics = spec.convert(records) if spec.convert and records.height else records
     return Parsed(
         metrics=metrics, events=evs, meta=meta, unrecognized=unrec, ignored=n_ignored + freed
@@ -129,9 +132,13 @@ def _events(
             continue
         if ev.step is None and ev.kind in ("checkpoint_save", "lr_change"):
             ev.step = _step_before(line, rec_lines, rec_steps)
+        elif ev.step is None and ev.kind == "nonfinite":  # said before the step's print
+            i = int(np.searchsorted(rec_lines, line))
+            if i < len(rec_steps) and np.isfinite(rec_steps[i]):
+                ev.step, ev.step_source = int(rec_steps[i]), "record"
         lines.append(line)
         found.append(ev)
-    found += _cut_tracebacks(free, found, lines, name)
+    found += _cut_tracebacks(free, found, lines, name, df)
     found += _glued_crashes(df, name, rec_lines, rec_steps)
     overflows = [e for e in found if e.kind == "overflow_skip"]
     if overflows:
@@ -167,14 +174,22 @@ def _glued_crashes(
 ) -> list[EventBase]:
     """Crash evidence glued onto a record line (a callback's message printed onto a
     progress bar: Keras' ``... - loss: 44.41Batch 3: Invalid loss, terminating
-    training``): an event at that record's step. The line stays a record line."""
+    training``): an event at that record's step. So is DeepSpeed's overflow message
+    glued onto a bar (``... 16/6000 [...][<time>] [INFO] ... OVERFLOW! Rank 0 Skipping
+    step``: the step the bar is on). The line stays a record line."""
     hit = df.filter(
         (pl.col("kind") == "record").fill_null(False)
-        & pl.col("body").str.contains(events.CRASH_ANY)
+        & (
+            pl.col("body").str.contains(events.CRASH_ANY)
+            | pl.col("body").str.contains(events.GLUED_OVERFLOW, literal=True)
+        )
     )
     out: list[EventBase] = []
     for line, s in hit.select("line", "body").unique("line", maintain_order=True).iter_rows():
         ev = events.read_event(s, line, name)
+        if isinstance(ev, OverflowSkip) and ev.step is not None:
+            out.append(ev)
+            continue
         if not isinstance(ev, HardwareFailure):
             continue
         at = np.flatnonzero(rec_lines == line)
@@ -185,16 +200,23 @@ def _glued_crashes(
 
 
 def _cut_tracebacks(
-    free: pl.DataFrame, found: list[EventBase], lines: list[int], name: str
+    free: pl.DataFrame, found: list[EventBase], lines: list[int], name: str, df: pl.DataFrame
 ) -> list[EventBase]:
-    """Tracebacks cut before their exception (see ``events.cut_tracebacks``); ``lines``
-    gets their line numbers."""
+    """Tracebacks cut before their exception (see ``events.cut_tracebacks``), also one
+    begun on a record line (glued onto a progress bar's last redraw); ``lines`` gets
+    the line numbers of those on lines of their own."""
     starts = free.filter(pl.col("body").str.contains(events.TRACEBACK_START))
+    glued = df.filter(
+        (pl.col("kind") == "record").fill_null(False)
+        & pl.col("body").str.contains(events.TRACEBACK_GLUED)
+    ).unique("line", maintain_order=True)
+    on_records = set(glued.get_column("line").to_list())
+    starts = pl.concat([starts.select("line", "body"), glued.select("line", "body")]).sort("line")
     if starts.height == 0:
         return []
     crash = sorted(e.source.line for e in found if e.kind == "hardware_failure" and e.source)
-    out = events.cut_tracebacks(list(starts.select("line", "body").iter_rows()), crash, name)
-    lines += [e.source.line for e in out if e.source]
+    out = events.cut_tracebacks(list(starts.iter_rows()), crash, name)
+    lines += [e.source.line for e in out if e.source and e.source.line not in on_records]
     return [*out]
 
 
@@ -266,7 +288,12 @@ def _skipped_steps(
 
 
 def _same_overflow(a: EventBase, b: EventBase) -> bool:
-    return a.kind == "overflow_skip" and a.step == b.step and a.step is not None
+    """One overflow that several ranks print: one step, and one new scale where both say
+    it (a step retried after an overflow that overflows again backs off further)."""
+    if a.kind != "overflow_skip" or a.step != b.step or a.step is None:
+        return False
+    old, new = getattr(a, "new_scale", None), getattr(b, "new_scale", None)
+    return old is None or new is None or old == new
 
 
 def _step_before(line: int, rec_lines: np.ndarray, rec_steps: np.ndarray) -> int | None:

@@ -45,11 +45,11 @@ def two_passes(
         frames = [typed(f) for f in template_records(df, temps, spec, firsts)]
         # record lines are used up: of each run of them, the first is kept (without its
         # text: every record line is used), to part the lines before it from those
-        # after (see ``_multiline``); a record line with crash evidence glued onto it
-        # is kept whole (see ``extract._glued_crashes``)
+        # after (see ``_multiline``); a record line with crash evidence, an overflow or a
+        # traceback's start glued onto it is kept whole (see ``extract._glued_crashes``)
         record = (pl.col("kind") == "record").fill_null(False)
         first = record & ~record.shift(1, fill_value=False)
-        crash = record & pl.col("body").str.contains(events.CRASH_ANY)
+        crash = record & pl.col("body").str.contains(events.GLUED_ANY)
         kept = df.filter(~record | first | crash).with_columns(
             # (a copy of the text: a filter's rows would keep the block's alive)
             pl.when(~record | crash).then(pl.concat_str(pl.col(c), pl.lit(""))).alias(c)
