@@ -86,6 +86,12 @@ KNOWN_GAPS = {
     "text/nolearn_lasagne_issue35_epoch_table_nan_from_epoch1": (
         "nolearn's epoch table of bars and rules"
     ),
+    "hf_trainer/whisper_flemish_trainer_state_piece_loss_spike_10700_eval_rows": (
+        "a middle piece of trainer_state.json, without its head"
+    ),
+    "hf_trainer/lora_alpaca_record_log_logger_prefixed_dicts_3_epochs": (
+        "labelled 1..121; read x10 from the logging_steps the cut's note names"
+    ),
 }
 
 
