@@ -21,7 +21,7 @@ import torch
 
 from replay.checkpoint import CheckpointDir, restore
 from replay.config import ReplayConfig
-from replay.data import TokenStream
+from replay.data import Stream
 from replay.engine import Trainer, setup
 from replay.experiment import counterfactual
 from replay.interventions import parse_variant
@@ -48,7 +48,7 @@ class BareLoop:
         self.opt = adamw(self.model, lr=t.lr, weight_decay=t.weight_decay,
                          betas=(t.beta1, t.beta2), eps=t.eps)  # fmt: skip
         self.schedule = Schedule(peak=t.lr, warmup=t.warmup, total=t.steps)
-        self.data = TokenStream(cfg.data, cfg.model.vocab_size, cfg.model.block_size, t.batch_size)
+        self.data = Stream(cfg.data, cfg.model.vocab_size, cfg.model.block_size, t.batch_size)
         self.step = 0
 
     def run(self, n: int) -> None:
@@ -116,8 +116,14 @@ def checkpoint(args: list[str]) -> None:
     print(f"ratio: {c / s * 100:.2f}% of one 100-step interval  (limit 10%)")
 
 
+def _phrases(cfg: ReplayConfig) -> ReplayConfig:
+    """The generated stream at batch 16, on which the instability experiment was made."""
+    cfg.data.source, cfg.train.batch_size = "phrases", 16
+    return cfg
+
+
 def _recording(root: Path, steps: int, every: int) -> None:
-    cfg = ReplayConfig()
+    cfg = _phrases(ReplayConfig())
     cfg.train.lr, cfg.train.warmup, cfg.train.steps = UNSTABLE["lr"], UNSTABLE["warmup"], steps
     record(cfg, root, checkpoint_every=every)
 
@@ -179,7 +185,7 @@ def instability(args: list[str]) -> None:
 
     out = Path(args[0]) if args else Path("replay-instability")
     for name, qk in (("unstable", False), ("unstable-qk", True)):
-        cfg = ReplayConfig()
+        cfg = _phrases(ReplayConfig())
         cfg.train.lr, cfg.train.warmup, cfg.train.steps = UNSTABLE["lr"], UNSTABLE["warmup"], 200
         cfg.model.qk_norm = qk
         run = record(cfg, out / name, checkpoint_every=10)
@@ -194,8 +200,41 @@ def instability(args: list[str]) -> None:
     print(text)
 
 
+def presets(args: list[str]) -> None:
+    """The healthy default over 5 seeds (warning findings), then each preset with a fix:
+    its recording, and its counterfactual (baseline vs fix) over 5 seeds varying both
+    init and data."""
+    from logbook.detectors import detect
+    from replay.presets import PRESETS
+
+    out = Path(args[0]) if args else Path("replay-presets")
+    seeds = _opt(args, "--seeds", 5)
+    for seed in range(seeds):
+        cfg = ReplayConfig()
+        cfg.train.seed = seed
+        run = record(cfg, out / f"healthy-seed{seed}", checkpoint_every=0)
+        bad = [(f.kind, f.step) for f in detect(run) if f.severity != "info"]
+        loss = run.metrics["loss"]
+        print(f"healthy seed {seed}: loss {loss[0]:.3f} -> {loss.tail(10).mean():.3f}; {bad}")
+    for p in PRESETS.values():
+        if p.fix == "baseline":
+            continue
+        cfg = ReplayConfig.from_dict(
+            {k: {**v, **p.settings.get(k, {})} for k, v in ReplayConfig().to_dict().items()}
+        )
+        root = out / p.name
+        record(cfg, root, checkpoint_every=p.checkpoint_every)
+        variants = [parse_variant("baseline=baseline"), parse_variant(f"fix={p.fix}")]
+        t0 = time.perf_counter()
+        _, text = counterfactual(
+            root, out / f"{p.name}-cf", variants, p.fix_from, cfg.train.steps, seeds, 2,
+            vary="both",
+        )  # fmt: skip
+        print(f"## {p.name} ({time.perf_counter() - t0:.0f} s)\n{text}")
+
+
 COMMANDS = {"speed": speed, "checkpoint": checkpoint, "parallel": parallel,
-            "instability": instability}  # fmt: skip
+            "instability": instability, "presets": presets}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:

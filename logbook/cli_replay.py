@@ -66,11 +66,14 @@ def _require_torch() -> None:
         raise UsageError("replay needs torch: pip install 'logbook[replay]'") from None
 
 
-def _config(path: Path | None, train: dict, model: dict):
-    """Defaults, then the JSON config file, then the command-line options given."""
+def _config(path: Path | None, train: dict, model: dict, data: dict | None = None, preset=None):
+    """Defaults, then the preset's settings, then the JSON config file, then the
+    command-line options given."""
     from replay.config import ReplayConfig
 
     base = ReplayConfig().to_dict()
+    for section, values in (preset.settings if preset else {}).items():
+        base[section].update(values)
     if path is not None:
         try:
             given = json.loads(path.read_text())
@@ -84,35 +87,52 @@ def _config(path: Path | None, train: dict, model: dict):
             base[section].update(values)
     base["train"].update({k: v for k, v in train.items() if v is not None})
     base["model"].update({k: v for k, v in model.items() if v is not None})
+    base["data"].update({k: v for k, v in (data or {}).items() if v is not None})
     return ReplayConfig.from_dict(base).check()
 
 
 def record(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the run.")],
     steps: Annotated[int | None, typer.Option(help="Training steps (default 300).")] = None,
-    lr: Annotated[float | None, typer.Option(help="Peak learning rate (default 3e-3).")] = None,
-    warmup: Annotated[int | None, typer.Option(help="Linear warm-up steps (default 20).")] = None,
+    lr: Annotated[float | None, typer.Option(help="Peak learning rate (default 2e-3).")] = None,
+    warmup: Annotated[int | None, typer.Option(help="Linear warm-up steps (default 30).")] = None,
     seed: Annotated[int | None, typer.Option(help="Model init and data order (default 0).")] = None,
     qk_norm: Annotated[bool, typer.Option("--qk-norm", help="LayerNorm on queries/keys.")] = False,
     z_loss: Annotated[float | None, typer.Option(help="z-loss coefficient (default 0).")] = None,
     fp16: Annotated[bool, typer.Option("--fp16", help="Emulate fp16 loss scaling.")] = False,
     clip: Annotated[float | None, typer.Option(help="Max grad norm; 0: none (default).")] = None,
-    batch_size: Annotated[int | None, typer.Option(help="Sequences per step (16).")] = None,
-    checkpoint_every: Annotated[int, typer.Option(help="Checkpoint interval; 0: ends only.")] = 50,
+    batch_size: Annotated[int | None, typer.Option(help="Sequences per step (32).")] = None,
+    checkpoint_every: Annotated[
+        int | None, typer.Option(help="Checkpoint interval; 0: ends only (default 50).")
+    ] = None,
     threads: Annotated[int | None, typer.Option(help="Torch threads (default 1).")] = None,
     device: Annotated[str | None, typer.Option(help="cpu (default) or cuda.")] = None,
     config: Annotated[Path | None, typer.Option(help="JSON: model/data/train settings.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a recording in OUT.")] = False,
+    preset: Annotated[
+        str | None,
+        typer.Option(help="A named recipe: healthy, data-spike (see docs/replay.md)."),
+    ] = None,
+    data: Annotated[
+        str | None,
+        typer.Option(help="stdlib (real text, default) or phrases (generated, faster)."),
+    ] = None,
 ) -> None:
     """Train the small model from scratch; write OUT/run.jsonl and OUT/checkpoints/."""
     _require_torch()
+    from replay.presets import preset as find_preset
     from replay.recording import RUN_FILE
     from replay.recording import record as do_record
+
+    chosen = find_preset(preset) if preset else None
+    if checkpoint_every is None:
+        checkpoint_every = chosen.checkpoint_every if chosen else 50
 
     train = dict(steps=steps, lr=lr, warmup=warmup, seed=seed, z_loss=z_loss, clip=clip,
                  batch_size=batch_size, threads=threads, device=device,
                  fp16=True if fp16 else None)  # fmt: skip
-    cfg = _config(config, train, {"qk_norm": True if qk_norm else None})
+    model = {"qk_norm": True if qk_norm else None}
+    cfg = _config(config, train, model, {"source": data}, chosen)
     _check_out(out, force, RUN_FILE)
     run = do_record(cfg, out, checkpoint_every)
     m = run.metrics
@@ -121,6 +141,11 @@ def record(
         f"max attention logit {m['attn_logit_max'].max():.4g}, "
         f"{len(run.events_of('checkpoint_save'))} checkpoints"
     )
+    if chosen is not None and chosen.fix != "baseline":
+        typer.echo(
+            f"preset {chosen.name}: its reported fix is `logbook replay counterfactual {out} "
+            f"--from {chosen.fix_from} --variant fix={chosen.fix} -o CF_DIR`"
+        )
 
 
 def resume(root: DirArg) -> None:
@@ -231,6 +256,16 @@ def counterfactual(
     )
 
 
+def _sweep(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise UsageError(f"--lrs {text!r}: expected comma-separated numbers") from None
+    if not values or any(not v > 0 for v in values):
+        raise UsageError(f"--lrs {text!r}: expected LRs > 0")
+    return values
+
+
 def segment(
     logs: Annotated[list[Path], typer.Argument(help="Log files of one run.")],
     start: Annotated[int, typer.Option("--start", help="First recorded step of the segment.")],
@@ -247,10 +282,22 @@ def segment(
     config: Annotated[Path | None, typer.Option(help="JSON: small-model settings.")] = None,
     ray: RayOpt = False,
     ray_address: RayAddressOpt = None,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            help="First sweep the small-model LR (--lrs) for the one at which the recorded "
+            "segment reproduces the real instability; run the variants only there.",
+        ),
+    ] = False,
+    lrs: Annotated[
+        str, typer.Option(help="LRs of the --calibrate sweep, comma-separated.")
+    ] = "0.01,0.03,0.1,0.3,1",
 ) -> None:
     """Drive the small model with a recorded segment's LR shape, LR cuts, clip changes,
-    rewinds and skipped ranges; report whether it goes unstable under the recorded actions,
-    without them, and under each counterfactual."""
+    rewinds and skipped ranges; check that it reproduces the real run's instability, and
+    only then report whether it goes unstable under the recorded actions, without them,
+    and under each counterfactual."""
     _require_torch()
     from parsers import read_log
     from replay.segment import plan_segment
@@ -265,5 +312,16 @@ def segment(
 
     address = wanted(ray, ray_address, jobs is not None)
     variants = _variants(variant, default)
+    if calibrate:
+        from replay.calibrate import calibrate as do_calibrate
+
+        sweep = _sweep(lrs)
+        cal = do_calibrate(run, start, end, cfg, steps, warmup, sweep, _workers(jobs), address)
+        typer.echo("\n".join(cal.lines()))
+        if cal.real is not None and cal.chosen is None:
+            return
+        if cal.chosen is not None:
+            seg = plan_segment(run, start, end, steps=steps, warmup=warmup, peak_lr=cal.chosen)
+        typer.echo("")
     outcomes = run_segment(seg, cfg, variants, seeds, _workers(jobs), out, ray=address)
-    typer.echo(write_segment_report(seg, outcomes, out, [str(p) for p in logs]).rstrip())
+    typer.echo(write_segment_report(seg, outcomes, out, [str(p) for p in logs], run).rstrip())

@@ -10,22 +10,22 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from logbook.errors import UsageError
-from replay.data import DataConfig
+from replay.data import BAD_KINDS, SOURCES, DataConfig
 from replay.model import ModelConfig
 
 
 @dataclass(kw_only=True)
 class TrainConfig:
     steps: int = 300
-    lr: float = 3e-3  # peak LR
-    warmup: int = 20
+    lr: float = 2e-3  # peak LR
+    warmup: int = 30
     min_lr_ratio: float = 0.1  # cosine floor, as a fraction of the peak
     weight_decay: float = 0.1
     beta1: float = 0.9
     beta2: float = 0.95
     eps: float = 1e-8
     clip: float = 0.0  # max global grad norm; 0: no clipping
-    batch_size: int = 16
+    batch_size: int = 32
     seed: int = 0  # model init and data order
     z_loss: float = 0.0
     fp16: bool = False  # emulate fp16 dynamic loss scaling
@@ -60,7 +60,7 @@ class ReplayConfig:
 
     def check(self) -> ReplayConfig:
         """Refuse settings the engine cannot run, with a one-line reason."""
-        t, m = self.train, self.model
+        t, m, d = self.train, self.model, self.data
         for part, obj in (("model", m), ("data", self.data), ("train", t)):
             for key in LIMITS[part]:
                 _value(part, key, getattr(obj, key))
@@ -68,6 +68,12 @@ class ReplayConfig:
         problems = [
             (params > MAX_PARAMS, f"a model of {params:,} parameters (at most {MAX_PARAMS:,})"),
             (self.data.min_len > self.data.max_len, "data.min_len must be <= data.max_len"),
+            (d.source not in SOURCES, f"data.source must be one of {list(SOURCES)}"),
+            (d.bad_kind not in BAD_KINDS, f"data.bad_kind must be one of {list(BAD_KINDS)}"),
+            (
+                d.source == "stdlib" and m.vocab_size < 256,
+                "data.source 'stdlib' is bytes: model.vocab_size must be >= 256",
+            ),
             (t.steps < 1, "steps must be >= 1"),
             (t.lr <= 0, "lr must be > 0"),
             (t.warmup < 0, "warmup must be >= 0"),
@@ -97,6 +103,11 @@ LIMITS: dict[str, dict[str, tuple]] = {
         "init_std": (float, 0.0, 1.0),
     },
     "data": {
+        "source": (str, None, None),
+        "max_bytes": (int, 65_536, 1_000_000_000),
+        "bad_from": (int, 0, _I64),
+        "bad_steps": (int, 0, 10_000_000),
+        "bad_kind": (str, None, None),
         "language_seed": (int, 0, _I64),
         "n_phrases": (int, 1, 1_000_000),
         "min_len": (int, 1, 8_192),
@@ -160,6 +171,6 @@ def tiny() -> ReplayConfig:
     """A debug config that runs a step in a few milliseconds (tests)."""
     return ReplayConfig(
         model=ModelConfig(vocab_size=64, block_size=16, n_layer=1, n_head=2, n_embd=16),
-        data=DataConfig(n_phrases=64),
+        data=DataConfig(source="phrases", n_phrases=64),
         train=TrainConfig(steps=20, warmup=4, batch_size=4, lr=1e-2),
     )

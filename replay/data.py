@@ -1,4 +1,10 @@
-"""A synthetic token stream that the project generates itself (no downloads).
+"""The replay's data: real text or a generated stream, and pathological batches.
+
+``source`` picks the stream: ``stdlib`` (default) is real text, the Python standard
+library's own source as bytes (``replay/text.py``); ``phrases`` is the generated stream
+below, faster to build and learn, for tests and quick checks.
+
+The generated stream (``phrases``), which the project makes itself (no downloads):
 
 The "language" is a fixed dictionary of phrases (2-8 tokens each, drawn from
 ``language_seed``) used with Zipfian frequencies, plus a little token noise: a model
@@ -7,6 +13,12 @@ learns the phrases (loss falls well below log V) but never reaches zero loss.
 The batch at step ``k`` is a pure function of ``(seed, k)``: each step seeds its own
 generator, so skipping a range of steps, rewinding, or replaying from a checkpoint never
 changes any other step's batch.
+
+Pathological batches (``bad_from``, ``bad_steps``, ``bad_kind``), in either source: the
+batches of steps ``bad_from .. bad_from + bad_steps - 1`` are replaced by bad data, the
+way a run meets a shard of repeated or corrupted sequences: ``repeat`` (each sequence
+one token over and over), ``noise`` (uniform random tokens) or ``copy`` (the batch's
+first sequence in every row). Skipping those steps (``skip:A-B``) removes them.
 """
 
 from __future__ import annotations
@@ -32,6 +44,11 @@ def mix(*values: int) -> int:
 
 @dataclass(kw_only=True)
 class DataConfig:
+    source: str = "stdlib"  # "stdlib" (real text, bytes) or "phrases" (generated)
+    max_bytes: int = 4_000_000  # of the stdlib corpus
+    bad_from: int = 0  # first step of the pathological batches
+    bad_steps: int = 0  # how many (0: none)
+    bad_kind: str = "repeat"  # repeat | noise | copy
     language_seed: int = 1234  # the phrase dictionary: the same for every run and seed
     n_phrases: int = 512
     min_len: int = 2
@@ -66,4 +83,50 @@ class TokenStream:
         seq = tokens.gather(1, order)[:, : self.T + 1]
         noisy = torch.rand(seq.shape, generator=g) < self.cfg.noise
         seq = torch.where(noisy, torch.randint(0, self.vocab, seq.shape, generator=g), seq)
+        return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()
+
+
+SOURCES = ("stdlib", "phrases")
+BAD_KINDS = ("repeat", "noise", "copy")
+
+
+class Stream:
+    """The configured source, with its pathological batches in place."""
+
+    def __init__(self, cfg: DataConfig, vocab_size: int, block_size: int, batch_size: int):
+        from logbook.errors import UsageError
+
+        if cfg.source not in SOURCES:
+            raise UsageError(f"replay config: data.source must be one of {list(SOURCES)}")
+        if cfg.bad_kind not in BAD_KINDS:
+            raise UsageError(f"replay config: data.bad_kind must be one of {list(BAD_KINDS)}")
+        self.cfg, self.vocab = cfg, vocab_size
+        if cfg.source == "stdlib":
+            from replay.text import TextStream
+
+            self.inner = TextStream(cfg, vocab_size, block_size, batch_size)
+            self.fingerprint: str | None = self.inner.fingerprint
+        else:
+            self.inner = TokenStream(cfg, vocab_size, block_size, batch_size)
+            self.fingerprint = None
+
+    def is_bad(self, step: int) -> bool:
+        c = self.cfg
+        return c.bad_steps > 0 and c.bad_from <= step < c.bad_from + c.bad_steps
+
+    def batch(self, seed: int, step: int) -> tuple[Tensor, Tensor]:
+        """The batch of training step ``step`` for data-order ``seed``."""
+        x, y = self.inner.batch(seed, step)
+        if not self.is_bad(step):
+            return x, y
+        seq = torch.cat([x, y[:, -1:]], dim=1)
+        g = torch.Generator().manual_seed(mix(seed, step, 3))
+        kind = self.cfg.bad_kind
+        if kind == "noise":
+            seq = torch.randint(0, self.vocab, seq.shape, generator=g)
+        elif kind == "copy":
+            seq = seq[:1].expand(seq.shape).clone()
+        else:
+            tok = torch.randint(0, self.vocab, (seq.shape[0], 1), generator=g)
+            seq = tok.expand(seq.shape).clone()
         return seq[:, :-1].contiguous(), seq[:, 1:].contiguous()

@@ -19,7 +19,7 @@ import torch
 from logbook.schema import EventBase, Restart
 from replay import _runlog
 from replay.config import ReplayConfig
-from replay.data import TokenStream, mix
+from replay.data import Stream, mix
 from replay.interventions import Plan
 from replay.model import GPT, param_norm
 from replay.optim import LossScaler, Schedule, adamw, clip_, grad_norm
@@ -69,7 +69,7 @@ class Trainer:
             if t.fp16
             else None
         )
-        self.data = TokenStream(cfg.data, cfg.model.vocab_size, cfg.model.block_size, t.batch_size)
+        self.data = Stream(cfg.data, cfg.model.vocab_size, cfg.model.block_size, t.batch_size)
         self.step = 0  # last completed step
         self.segment = 0
         self.log = _runlog.StepLog(cfg.model.n_layer)

@@ -2,8 +2,10 @@
 
 The same seed gives the same bits only on the same kernels: the torch release, the CPU's
 vector instruction set torch dispatches to (AVX2 and AVX-512 sum in different orders),
-the intra-op thread count and the device. A recording keeps them; a replay elsewhere is
-told which differs, since a bitwise mismatch there is expected rather than a bug.
+the intra-op thread count, the device, and for real-text data the corpus itself (the
+standard library's sources differ between Python releases). A recording keeps them; a
+replay elsewhere is told which differs, since a bitwise mismatch there is expected
+rather than a bug.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import platform
 
 import torch
 
-FIELDS = ("torch", "cpu_capability", "threads", "device", "machine")
+FIELDS = ("torch", "cpu_capability", "threads", "device", "machine", "corpus")
 
 
-def current(device: str = "cpu") -> dict[str, str | int]:
-    """The settings of this process (call after the engine's set-up: threads are set)."""
+def current(device: str = "cpu", corpus: str | None = None) -> dict[str, str | int]:
+    """The settings of this process (call after the engine's set-up: threads are set);
+    ``corpus``: the SHA-256 of the real-text corpus, when the data is real text (another
+    Python release has other standard-library sources)."""
     env: dict[str, str | int] = {
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
@@ -24,6 +28,8 @@ def current(device: str = "cpu") -> dict[str, str | int]:
         "device": device,
         "machine": platform.machine(),
     }
+    if corpus is not None:
+        env["corpus"] = corpus
     if device.startswith("cuda") and torch.cuda.is_available():
         env["device"] = f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
     return env

@@ -48,7 +48,7 @@ def record(
             "checkpoint_every": checkpoint_every,
             "name": name,
             "config": cfg.to_dict(),
-            "environment": environment.current(cfg.train.device),
+            "environment": environment.current(cfg.train.device, trainer.data.fingerprint),
         }
         fh.write(json.dumps(settings) + "\n")
     return _train(trainer, root, checkpoint_every)
@@ -172,7 +172,7 @@ def verify(
         if change.qk_norm:
             raise UsageError("qk_norm changes the architecture: it cannot apply from a checkpoint")
     trainer = trainer_from(state, plan)
-    here = environment.current(trainer.cfg.train.device)
+    here = environment.current(trainer.cfg.train.device, trainer.data.fingerprint)
     trainer.run(last)
     result = compare(recorded, trainer.to_run(), from_step, last)
     result.environment = environment.differences(recorded_environment(root), here)

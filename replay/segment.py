@@ -31,6 +31,7 @@ from logbook.errors import UsageError
 from logbook.run import Run
 from replay.interventions import Intervention
 
+NO_LR = "the log has no learning rate: the small model holds its peak LR"
 _CLIP_KEY = re.compile(r"clip", re.IGNORECASE)
 _RESET_KEY = re.compile(r"optim.*(reset|state)|reset.*optim", re.IGNORECASE)
 
@@ -58,6 +59,12 @@ class SegmentPlan:
     items: list[Intervention] = field(default_factory=list)  # clip / skip / reset, small steps
     actions: list[str] = field(default_factory=list)  # what was carried over, for people
     mapping: tuple[np.ndarray, np.ndarray] = field(default=None, repr=False)  # recorded->small
+
+    @property
+    def carried(self) -> bool:
+        """Whether the log gave the small model anything: an LR shape or an action."""
+        has_lr = self.recorded_peak_lr is not None and self.recorded_peak_lr > 0
+        return has_lr or any(a != NO_LR for a in self.actions)
 
     @property
     def total(self) -> int:
@@ -128,7 +135,7 @@ def plan_segment(
     mapping = _mapping(anchors, start, end, steps, warmup)
     plan = SegmentPlan(start, end, steps, warmup, peak_lr, peak, [], mapping=mapping)
     if peak is None or peak <= 0:
-        plan.actions.append("the log has no learning rate: the small model holds its peak LR")
+        plan.actions.append(NO_LR)
     _legs(plan, run, rec)
     _events(plan, run)
     return plan

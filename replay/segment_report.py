@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from logbook.atomic import atomic_open
+from logbook.run import Run
 from replay.experiment import Outcome, outcome_dicts
+from replay.fidelity import Fidelity, check
 from replay.report import figure, per_run_table, summary_table
 from replay.segment import SegmentPlan
 from replay.segment_run import NO_ACTIONS, RECORDED
@@ -33,7 +35,9 @@ def verdict(outcomes: list[Outcome], warmup: int = 0) -> list[str]:
     return lines
 
 
-def render(seg: SegmentPlan, outcomes: list[Outcome], logs: list[str]) -> str:
+def render(
+    seg: SegmentPlan, outcomes: list[Outcome], logs: list[str], fid: Fidelity | None = None
+) -> str:
     peak = f"{seg.recorded_peak_lr:.4g}" if seg.recorded_peak_lr else "unknown"
     head = [
         f"# replay segment: recorded steps {seg.start}..{seg.end} of {', '.join(logs)}",
@@ -47,16 +51,33 @@ def render(seg: SegmentPlan, outcomes: list[Outcome], logs: list[str]) -> str:
     head += [f"- {a}" for a in seg.actions]
     if not seg.actions:
         head.append("- none (no relaunch, LR jump, clip change or skipped range)")
+    if not seg.carried:
+        head.append(
+            "warning: the log gives nothing the small model can take over (no learning "
+            "rate, relaunch, LR change, clip change or skipped range): its run is the small "
+            "model's own, not a replay of this segment"
+        )
     tables = [summary_table(outcomes), "", per_run_table(outcomes)]
-    body = ["", *verdict(outcomes, seg.warmup), "", *tables]
+    said = fid.lines if fid is not None else []
+    verdicts = verdict(outcomes, seg.warmup)
+    if fid is not None and fid.real_step is not None and not fid.reproduced:
+        verdicts = []
+    body = ["", *said, *([""] if said and verdicts else []), *verdicts, "", *tables]
     return "\n".join(head + body) + "\n"
 
 
 def write_segment_report(
-    seg: SegmentPlan, outcomes: list[Outcome], out: Path | None, logs: list[str]
+    seg: SegmentPlan,
+    outcomes: list[Outcome],
+    out: Path | None,
+    logs: list[str],
+    run: Run | None = None,
 ) -> str:
-    """The report text; with ``out``, also ``table.md``, ``results.json`` and the figure."""
-    text = render(seg, outcomes, logs)
+    """The report text (with the fidelity check against ``run``, the real run, when
+    given); with ``out``, also ``table.md``, ``results.json``, ``fidelity.json`` and the
+    figure."""
+    fid = check(seg, run, outcomes, RECORDED) if run is not None else None
+    text = render(seg, outcomes, logs, fid)
     if out is not None:
         import json
 
@@ -64,6 +85,9 @@ def write_segment_report(
             fh.write(text)
         with atomic_open(out / "results.json", "w") as fh:
             fh.write(json.dumps(outcome_dicts(outcomes), indent=1) + "\n")
+        if fid is not None:
+            with atomic_open(out / "fidelity.json", "w") as fh:
+                fh.write(json.dumps(fid.to_dict(), indent=1) + "\n")
         figure(outcomes, out, seg.warmup, seg.total, f"segment {seg.start}..{seg.end}")
         text += f"wrote {out / 'table.md'}, {out / 'results.json'}, {out / 'comparison.png'}\n"
     return text

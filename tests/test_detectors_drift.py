@@ -144,3 +144,23 @@ def test_a_jump_after_the_loss_settled_is_a_drift_from_the_plateau():
     assert (f.severity, f.start_step, f.step, f.end_step) == ("warning", 253, 257, 400)
     assert 5.5 < f.evidence["baseline"] < 6.5  # the plateau (0.15 x 40), not the init
     assert 3.6 < f.evidence["ratio"] < 4.4
+
+
+def young_run(loss_falls: bool) -> Run:
+    """400 steps from scratch: the loss falls from 5.5 to 3.0 by step 60; the attention
+    logits rise 2.5x over steps 100..110, while the loss still falls slowly (2.4% per 20
+    steps: a model learning) or is flat."""
+    s = np.arange(1, 401, dtype=float)
+    if loss_falls:
+        loss = np.where(s < 60, 5.5 - 2.5 * s / 60, 3.0 - 0.0035 * (s - 60))
+    else:
+        loss = np.where(s < 60, 5.5 - 2.5 * s / 60, 3.0)
+    logit = 10 * np.exp(np.log(2.5) * np.clip((s - 100) / 10, 0, 1))
+    return run_of(loss=loss * wobble(400, 5, 0.01), attn_logit_max=logit * wobble(400, 6))
+
+
+def test_a_rise_while_a_young_run_still_learns_fast_is_no_drift():
+    assert found(ATTN, young_run(loss_falls=True)) == []
+    (f,) = ATTN(build_context(young_run(loss_falls=False)))
+    assert (f.kind, f.severity, f.start_step, f.step) == ("attn_logit_drift", "warning", 104, 108)
+    assert 2.3 < f.evidence["ratio"] < 2.7

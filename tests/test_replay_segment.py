@@ -140,14 +140,17 @@ def test_segment_cli_on_the_fixture(tiny_config, tmp_path):
     assert out[0] == f"# replay segment: recorded steps 400..800 of {FIXTURE}"
     assert "recorded actions carried over:" in out
     assert "- rewind: relaunch at recorded step 510 resumes from step 500 " in r.output
-    verdicts = [line.split(":")[0] for line in out if line.startswith(("stable", "unstable"))]
-    assert [v.split(" ", 1)[1] for v in verdicts] == [
-        "under the recorded actions",
-        "without them",
-        "under half_lr",
-        "under clip_1",
-        "under qk_norm",
-    ]
+    # the fixture's loss spike at 570 is not reproduced by the debug model: no verdicts
+    assert (
+        "fidelity: not reproduced: the real run's loss_spike at step 570 (40% into the "
+        "segment, small step 14); the small model under the recorded actions stays stable "
+        "in 1/1 seed(s)"
+    ) in out
+    assert any(line.startswith("no counterfactual verdicts: ") for line in out)
+    assert [line for line in out if line.startswith(("stable", "unstable"))] == []
+    fid = json.loads((tmp_path / "fidelity.json").read_text())
+    assert (fid["real_step"], fid["real_small_step"], fid["reproduced"]) == (570, 14, False)
+    assert fid["small_spike_steps"] == [None]
     data = json.loads((tmp_path / "results.json").read_text())
     assert [d["variant"] for d in data] == [
         "recorded",

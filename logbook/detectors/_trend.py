@@ -74,7 +74,8 @@ def trend_episodes(
     :func:`settled`; ``loss_settled``: the step its loss stopped falling fast) neither
     fire nor count in a baseline.
 
-    One row per episode: lineage, segment, start, alarm, end, peak_step, ratio,
+    One row per episode: lineage, segment, start, base_from (the first step of the
+    baseline at the onset), alarm, end, peak_step, ratio,
     baseline (exp), peak level (exp)."""
     if rows.size == 0:
         return pl.DataFrame(schema=EPISODE_SCHEMA)
@@ -88,6 +89,9 @@ def trend_episodes(
     # (records of the initial growth as lineages of their own: no baseline spans both)
     parts = np.where(start, a["lineage"], -1 - a["lineage"])
     a["base"] = lagged_mean(a["y"], parts, cfg.baseline_records, k, cfg.min_history)
+    idx = np.arange(parts.size)
+    head = np.maximum.accumulate(np.where(np.r_[True, parts[1:] != parts[:-1]], idx, 0))
+    a["base_from"] = np.maximum(head, idx - k - cfg.baseline_records)  # its first record
     a["base"][~start] = np.nan
     if noise is None:
         noise = block_noise(a["y"], a["lineage"], NOISE_BLOCK)
@@ -194,6 +198,7 @@ def _episodes(
                 "lineage": int(a["lineage"][i0]),
                 "segment": int(a["segment"][i0]),
                 "start": int(step[i0]),
+                "base_from": int(step[a["base_from"][i0]]),
                 "alarm": int(step[ia]),
                 "end": int(step[end]),
                 "peak_step": int(step[peak]),
@@ -231,6 +236,7 @@ EPISODE_SCHEMA = {
     "lineage": pl.Int64,
     "segment": pl.Int64,
     "start": pl.Int64,
+    "base_from": pl.Int64,
     "alarm": pl.Int64,
     "end": pl.Int64,
     "peak_step": pl.Int64,

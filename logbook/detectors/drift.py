@@ -24,6 +24,13 @@ less than half of ``min_ratio`` over the last ``2 * short_records`` records (a m
 that did not rise by as much meanwhile, such as a gradient norm falling from its first
 steps, keeps its whole history).
 
+In a young run from scratch (at most 200 loss records before the onset), a rise that
+fires within 20 records of its onset while the loss is still falling (its mean log from
+the onset to the alarm 0.005 below that over the 20 records before the onset) and has fallen
+by 14% or more (0.15 below its mean over all earlier records) is learning, not drift:
+the norms and logits of a model still learning fast grow with it. It is not reported, and
+is no precursor.
+
 Stays quiet on: the initial growth of a run from scratch, slow growth (a doubling spread
 over many more than ``baseline_records`` records), noise, falls, constant input, absent
 or all-null columns, fewer than ``min_history`` records of history.
@@ -31,9 +38,10 @@ or all-null columns, fewer than ``min_history`` records of history.
 
 from __future__ import annotations
 
+import numpy as np
 from pydantic import Field
 
-from logbook.detectors._arrays import NOISE_BLOCK
+from logbook.detectors._arrays import NOISE_BLOCK, Rows
 from logbook.detectors._base import Detector, fmt
 from logbook.detectors._frame import Context
 from logbook.detectors._trend import (
@@ -62,9 +70,46 @@ def _detect(kind: str):
         scratch = max(10, ctx.interval)
         calm = loss_settled_step(ctx.rows("loss"), scratch) if ctx.has("loss") else None
         eps = trend_episodes(rows, cfg, noise, scratch, calm)
-        return [_finding(r, cfg, kind) for r in eps.iter_rows(named=True)]
+        loss = ctx.rows("loss") if ctx.has("loss") and not ctx.signed("loss") else None
+        return [
+            _finding(r, cfg, kind)
+            for r in eps.iter_rows(named=True)
+            if _learning(loss, r, scratch) is None
+        ]
 
     return detect
+
+
+LEARNING_FALL = 0.15  # log-loss fall over a rise (about 14%) that makes it learning, not drift
+LEARNING_RECORDS = 20  # records from onset to alarm, at most, of a learning rise
+STILL_FALLING = 0.005  # log-loss fall from the records before the onset, at least
+YOUNG_RECORDS = 200  # loss records before the onset, at most, of a learning rise
+
+
+def _learning(loss: Rows | None, r: dict, scratch: int) -> float | None:
+    """How far the loss fell before a quick rise of a young run trained from scratch
+    (its first record at step ``scratch`` or before): its mean log from the onset to the
+    alarm against its mean over all earlier records, when that is ``LEARNING_FALL`` or
+    more and the loss is still falling (``STILL_FALLING`` below its mean over the
+    ``LEARNING_RECORDS`` records before the onset); None
+    otherwise, or when the onset comes after ``YOUNG_RECORDS`` loss records, or the
+    alarm more than ``LEARNING_RECORDS`` records after the onset."""
+    if loss is None or loss.size == 0:
+        return None
+    same = loss.lineage == r["lineage"]
+    step, y = loss.step[same], loss.y[same]
+    if step.size == 0 or step[0] > scratch:
+        return None  # not trained from scratch here
+    past = y[step < r["start"]]
+    recent = past[-LEARNING_RECORDS:]
+    during = y[(step >= r["start"]) & (step <= r["alarm"])]
+    if not LEARNING_RECORDS <= past.size <= YOUNG_RECORDS:
+        return None
+    if not 0 < during.size <= LEARNING_RECORDS:
+        return None
+    fall = float(np.mean(past) - np.mean(during))
+    still = float(np.mean(recent) - np.mean(during))
+    return fall if fall >= LEARNING_FALL and still >= STILL_FALLING else None
 
 
 def _finding(r: dict, cfg: Config, kind: str) -> Finding:

@@ -1,0 +1,51 @@
+"""Named recipes for ``replay record --preset``: a documented instability, or the healthy
+default, on the real-text data.
+
+Each preset is a set of config settings (applied over the defaults, under ``--config``
+and the command-line options) and the counterfactual that the literature reports as its
+fix, with the checkpoint to run it from: ``logbook replay counterfactual RUN --from
+FROM --variant fix=FIX``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from logbook.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    summary: str
+    settings: dict[str, dict] = field(default_factory=dict)
+    fix: str = "baseline"  # the reported fix, as an intervention spec
+    fix_from: int = 0  # the checkpoint step the fix is tried from
+    checkpoint_every: int = 50
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "healthy",
+            "the defaults: real text, peak LR 2e-3, 300 steps; no warning finding",
+        ),
+        Preset(
+            "data-spike",
+            "five batches of repeated tokens at steps 200-204, from a trained state (loss "
+            "about 2.4 nats, from 5.5): the loss spikes on them and stays raised after; "
+            "the fix is PaLM's and OPT's: rewind and skip those batches",
+            {"data": {"bad_from": 200, "bad_steps": 5, "bad_kind": "repeat"}},
+            fix="skip:200-204",
+            fix_from=150,
+        ),
+    )
+}
+
+
+def preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UsageError(f"--preset {name!r}: unknown; one of {', '.join(PRESETS)}") from None

@@ -1,0 +1,136 @@
+"""The real-text data (the standard library's source as bytes), pathological batches and
+the named presets."""
+
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from logbook.errors import UsageError  # noqa: E402
+from replay.config import ReplayConfig  # noqa: E402
+from replay.data import DataConfig, Stream  # noqa: E402
+from replay.presets import PRESETS, preset  # noqa: E402
+from replay.text import RUN, corpus, stdlib_root  # noqa: E402
+
+SMALL = 200_000
+
+
+def text_stream(batch: int = 4, **data) -> Stream:
+    return Stream(DataConfig(max_bytes=SMALL, **data), 256, 32, batch)
+
+
+def test_the_corpus_is_the_standard_library_source_cut_and_fingerprinted():
+    tokens, digest = corpus(SMALL)
+    assert tokens.dtype == torch.uint8 and tokens.numel() == SMALL
+    blob = bytes(tokens.tolist())
+    assert b"def " in blob and b'"""' in blob  # code and docstrings
+    assert re.search(rb"(.)\1{%d}" % RUN, blob, re.DOTALL) is None  # runs cut to 16
+    assert corpus(SMALL)[1] == digest and len(digest) == 64
+    assert (stdlib_root() / "os.py").is_file()
+
+
+def test_text_batches_are_windows_of_the_corpus_and_pure_in_seed_and_step():
+    s = text_stream()
+    x, y = s.batch(3, 10)
+    assert x.shape == (4, 32) and x.dtype == torch.int64
+    assert torch.equal(x[:, 1:], y[:, :-1])
+    blob = bytes(corpus(SMALL)[0].tolist())
+    row = bytes(x[0].tolist()) + bytes(y[0, -1:].tolist())
+    assert row in blob
+    s.batch(3, 11), s.batch(4, 10)
+    assert torch.equal(text_stream().batch(3, 10)[0], x)
+    assert not torch.equal(s.batch(3, 11)[0], x) and not torch.equal(s.batch(4, 10)[0], x)
+    assert s.fingerprint == corpus(SMALL)[1]
+
+
+@pytest.mark.parametrize("kind", ["repeat", "noise", "copy"])
+def test_pathological_batches_replace_only_their_steps(kind):
+    clean, bad = text_stream(), text_stream(bad_from=5, bad_steps=2, bad_kind=kind)
+    for step in (4, 7):
+        assert torch.equal(clean.batch(0, step)[0], bad.batch(0, step)[0])
+    for step in (5, 6):
+        x, y = bad.batch(0, step)
+        assert not torch.equal(x, clean.batch(0, step)[0])
+        assert torch.equal(x[:, 1:], y[:, :-1])
+        if kind == "repeat":
+            assert all(len(set(r)) == 1 for r in x.tolist())
+        if kind == "copy":
+            assert all(r == x[0].tolist() for r in x.tolist())
+    assert bad.is_bad(5) and bad.is_bad(6) and not bad.is_bad(7)
+
+
+def test_bad_data_settings_are_refused_in_one_line():
+    cfg = ReplayConfig()
+    cfg.data.source = "wiki"
+    with pytest.raises(UsageError, match=r"data.source must be one of \['stdlib', 'phrases'\]"):
+        cfg.check()
+    cfg = ReplayConfig()
+    cfg.model.vocab_size = 64
+    with pytest.raises(UsageError, match="'stdlib' is bytes: model.vocab_size must be >= 256"):
+        cfg.check()
+    cfg = ReplayConfig()
+    cfg.data.bad_kind = "zeros"
+    with pytest.raises(UsageError, match="data.bad_kind must be one of"):
+        cfg.check()
+
+
+def test_presets_name_their_settings_and_fix():
+    assert list(PRESETS) == ["healthy", "data-spike"]
+    ds = preset("data-spike")
+    assert ds.settings == {"data": {"bad_from": 200, "bad_steps": 5, "bad_kind": "repeat"}}
+    assert (ds.fix, ds.fix_from) == ("skip:200-204", 150)
+    with pytest.raises(UsageError, match="--preset 'spiky': unknown; one of healthy, data-spike"):
+        preset("spiky")
+
+
+def _preset_config(name: str) -> ReplayConfig:
+    cfg = ReplayConfig()
+    for section, values in preset(name).settings.items():
+        for key, value in values.items():
+            setattr(getattr(cfg, section), key, value)
+    return cfg
+
+
+def test_the_data_spike_preset_spikes_from_a_trained_state_and_skipping_saves_it():
+    from logbook.detectors import detect
+    from replay.checkpoint import snapshot, trainer_from
+    from replay.engine import Trainer
+    from replay.interventions import parse_spec
+
+    p = preset("data-spike")
+    trainer = Trainer(_preset_config("data-spike"))
+    trainer.run(p.fix_from)
+    state = snapshot(trainer)
+    trainer.run(215)
+    run = trainer.to_run()
+    loss = run.metrics.get_column("loss")
+    assert loss[199] > 2.5 * loss[190:199].mean()  # the first bad batch, step 200
+    assert loss[180:199].mean() < 0.7 * loss.head(5).mean()  # from a trained state
+    spikes = [f for f in detect(run) if f.kind == "loss_spike"]
+    assert [(f.start_step, f.severity) for f in spikes] == [(200, "critical")]
+    fixed = trainer_from(state, parse_spec(p.fix).resolved(p.fix_from + 1))
+    fixed.run(215)
+    run = fixed.to_run()
+    assert [f.kind for f in detect(run) if f.kind == "loss_spike"] == []
+    assert run.metrics.filter(run.metrics["step"] >= 200).get_column("loss").max() < 3.0
+
+
+def test_a_text_recording_keeps_its_corpus_and_verify_names_another(tmp_path):
+    import json
+
+    from replay.config import tiny
+    from replay.recording import record, verify
+
+    cfg = tiny()
+    cfg.model.vocab_size = 256
+    cfg.data.source, cfg.data.max_bytes = "stdlib", SMALL
+    record(cfg, tmp_path, checkpoint_every=5)
+    path = tmp_path / "recording.json"
+    settings = json.loads(path.read_text())
+    digest = corpus(SMALL)[1]
+    assert settings["environment"]["corpus"] == digest
+    assert verify(tmp_path, 10).environment == [] and verify(tmp_path, 10).first is None
+    settings["environment"]["corpus"] = "0" * 64
+    path.write_text(json.dumps(settings))
+    assert verify(tmp_path, 10).environment == [f"corpus: {'0' * 64} -> {digest}"]
