@@ -408,6 +408,26 @@ def _overlap(results: list[tuple[Parsed, ParseStats]], dirs: list) -> bool:
     return any(b[0] < a[1] for a, b in zip(ordered, ordered[1:], strict=False))
 
 
+def _arguments(extra: dict, meta: dict) -> None:
+    """The start-up arguments of the first part that prints them, and each value that a
+    later dump (in a part, or a later part's own) gives otherwise (a relaunch with a new
+    LR)."""
+    args = meta.get("arguments")
+    if not args:
+        return
+    changes = extra.setdefault("argument_changes", [])
+    if "arguments" not in extra:
+        extra["arguments"] = dict(args)
+    else:
+        seen = extra["arguments"]
+        for key, value in args.items():
+            if key in seen and seen[key] != value:
+                changes.append({"line": None, "key": key, "old": seen[key], "new": value})
+    changes += meta.get("argument_changes", [])
+    if not changes:
+        del extra["argument_changes"]
+
+
 def run_meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
     """The run header of stitched parts: formats, sources, units, caveats, flags."""
     formats = list(dict.fromkeys(s.format for s in stats))
@@ -424,6 +444,7 @@ def run_meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
         for k in META_FLAGS:
             if p.meta.get(k) is not None:
                 extra.setdefault(k, p.meta[k])
+        _arguments(extra, p.meta)
     if train_iters is not None:
         extra["train_iters"] = train_iters
     return RunMeta(

@@ -3,18 +3,19 @@ shows the real run's instability at the same relative position, before any verdi
 
 One ``recorded`` run (first seed) per LR of the sweep; each is checked as
 :mod:`replay.fidelity` checks the full run. The chosen LR is the one whose spike comes
-nearest to the real one's mapped position, among those within the tolerance; none: the
-instability is not reproduced at any LR of the sweep, and no variant is run.
+nearest to the real one's mapped position, among those within the tolerance (the lower
+LR on a tie); none: the instability is not reproduced at any LR of the sweep, and no
+variant is run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from logbook.run import Run
 from replay.config import ReplayConfig
 from replay.experiment import pool_map
-from replay.fidelity import TOLERANCE, Fidelity, check, real_instability
+from replay.fidelity import TOLERANCE, Fidelity, check, first_instability, uncarried
 from replay.segment import SegmentPlan, plan_segment
 from replay.segment_run import RECORDED, run_segment_job, segment_jobs
 
@@ -27,6 +28,7 @@ class Calibration:
     fidelity: list[Fidelity]
     chosen: float | None
     real: tuple[int, str] | None
+    missing: list[str] = field(default_factory=list)  # real evidence the mapping ignores
 
     def lines(self) -> list[str]:
         if self.real is None:
@@ -40,13 +42,16 @@ class Calibration:
         ]
         for lr, fid in zip(self.lrs, self.fidelity, strict=True):
             at = fid.small_steps[0] if fid.small_steps else None
-            out.append(f"| {lr:g} | {at if at is not None else '-'} | {_yes(fid.reproduced)} |")
+            early = fid.warmup_steps[0] if fid.warmup_steps else None
+            shown = str(at) if at is not None else f"{early} (warm-up)" if early else "-"
+            out.append(f"| {lr:g} | {shown} | {_yes(fid.reproduced)} |")
         out.append("")
         if self.chosen is None:
             out.append(
                 "calibration: not reproduced at any LR of the sweep: the small model does not "
                 "show this instability under the recorded actions, so no variant is run"
             )
+            out += [f"- not carried over: {m}" for m in self.missing]
         else:
             out.append(f"calibration: chose small-model LR {self.chosen:g}")
         return out
@@ -67,9 +72,10 @@ def calibrate(
     workers: int = 1,
     ray: str | None = None,
 ) -> Calibration:
-    real = real_instability(run, start, end)
-    if real is None:
+    first = first_instability(run, start, end)
+    if first is None:
         return Calibration(list(lrs), [], None, None)
+    real, missing = first[:2], uncarried(run, start, end, first[2])
     plans: list[SegmentPlan] = [
         plan_segment(run, start, end, steps=steps, warmup=warmup, peak_lr=lr) for lr in lrs
     ]
@@ -84,4 +90,4 @@ def calibrate(
         for lr, f in zip(lrs, fids, strict=True)
         if f.reproduced and f.small_steps and f.small_steps[0] is not None
     ]
-    return Calibration(list(lrs), fids, min(best)[1] if best else None, real)
+    return Calibration(list(lrs), fids, min(best)[1] if best else None, real, missing)

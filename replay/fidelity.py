@@ -28,6 +28,7 @@ class Fidelity:
     real_kind: str | None = None
     real_small: int | None = None  # the small step it maps to
     small_steps: list[int | None] = field(default_factory=list)  # per recorded seed
+    warmup_steps: list[int | None] = field(default_factory=list)  # spikes in the warm-up
     reproduced: bool = False
     lines: list[str] = field(default_factory=list)
 
@@ -44,16 +45,41 @@ class Fidelity:
 
 def real_instability(run: Run, start: int, end: int) -> tuple[int, str] | None:
     """(onset step, kind) of the real run's first instability in ``start..end``."""
+    hit = first_instability(run, start, end)
+    return (hit[0], hit[1]) if hit else None
+
+
+def first_instability(run: Run, start: int, end: int) -> tuple[int, str, list[str]] | None:
+    """(onset, kind, kinds of the findings linked to it as precursors)."""
     from logbook.detectors import detect
 
+    findings = detect(run)
+    kinds = {f.id: f.kind for f in findings if f.id}
     hits = []
-    for f in detect(run):
+    for f in findings:
         if f.kind not in INSTABILITY or f.severity not in ("warning", "critical"):
             continue
         at = f.start_step if f.start_step is not None else f.step
         if at is not None and start <= at <= end:
-            hits.append((at, f.kind))
+            pre = [kinds.get(i, i) for i in f.evidence.get("precursors") or []]
+            hits.append((at, f.kind, sorted(set(pre))))
     return min(hits) if hits else None
+
+
+def uncarried(run: Run, start: int, end: int, precursors: list[str]) -> list[str]:
+    """What the real run shows around its instability that the mapping does not carry."""
+    out = []
+    m = run.metrics.filter(run.metrics["step"].is_between(start, end))
+    if "loss_scale" in m.columns:
+        scale = m["loss_scale"].drop_nulls()
+        if scale.len() and scale.min() < scale.max():
+            out.append(
+                f"its fp16 loss scale moved ({scale.max():,.0f} -> {scale.min():,.0f}), "
+                "which is not emulated in the segment"
+            )
+    if precursors:
+        out.append(f"it was preceded by {', '.join(precursors)} in the real run")
+    return out
 
 
 def _pos(seg: SegmentPlan, small: int) -> str:
@@ -68,8 +94,12 @@ def check(seg: SegmentPlan, run: Run, outcomes: list[Outcome], recorded: str) ->
         o.spike_step if o.spike and o.spike_step and o.spike_step > seg.warmup else None
         for o in mine
     ]
+    fid.warmup_steps = [
+        o.spike_step if o.spike and o.spike_step and o.spike_step <= seg.warmup else None
+        for o in mine
+    ]
     spiked = [s for s in fid.small_steps if s is not None]
-    real = real_instability(run, seg.start, seg.end)
+    real = first_instability(run, seg.start, seg.end)
     if real is None:
         fid.lines.append(
             f"fidelity: the real run shows no loss spike, divergence or non-finite loss in "
@@ -77,7 +107,7 @@ def check(seg: SegmentPlan, run: Run, outcomes: list[Outcome], recorded: str) ->
             "below say only whether the small model stays stable under each variant"
         )
         return fid
-    fid.real_step, fid.real_kind = real
+    fid.real_step, fid.real_kind, precursors = real
     fid.real_small = seg.small(fid.real_step)
     where = (
         f"the real run's {fid.real_kind} at step {fid.real_step} "
@@ -97,8 +127,10 @@ def check(seg: SegmentPlan, run: Run, outcomes: list[Outcome], recorded: str) ->
         got = "spikes elsewhere: small step " + ", ".join(f"{s} ({_pos(seg, s)})" for s in spiked)
     else:
         got = f"stays stable in {len(mine)}/{len(mine)} seed(s)"
+    missing = uncarried(run, seg.start, seg.end, precursors)
+    why = f" ({'; '.join(missing)})" if missing else ""
     fid.lines += [
-        f"fidelity: not reproduced: {where}; the small model under the recorded actions {got}",
+        f"fidelity: not reproduced: {where}; the small model under the recorded actions {got}{why}",
         "no counterfactual verdicts: the small model does not show the real run's "
         "instability, so what a variant changes in it says nothing of the real run (try "
         "another --lr, the small model's LR at the run's peak, or --warmup)",

@@ -59,6 +59,8 @@ class SegmentPlan:
     items: list[Intervention] = field(default_factory=list)  # clip / skip / reset, small steps
     actions: list[str] = field(default_factory=list)  # what was carried over, for people
     mapping: tuple[np.ndarray, np.ndarray] = field(default=None, repr=False)  # recorded->small
+    peak_configured: bool = False  # the peak is the run's configured LR (its start-up dump)
+    phase: str | None = None  # where A..B sits in the planned run, when the log says
 
     @property
     def carried(self) -> bool:
@@ -131,14 +133,43 @@ def plan_segment(
         if lr_all is not None and lr_all.drop_nulls().len()
         else None
     )
+    args = (run.meta.model_extra or {}).get("arguments") or {}
+    configured = args.get("lr")
+    if isinstance(configured, int | float) and configured > 0 and peak is not None:
+        peak = float(configured)  # the planned peak, not the excerpt's own largest LR
     anchors = _anchor_steps(run, start, end, rec)
     mapping = _mapping(anchors, start, end, steps, warmup)
     plan = SegmentPlan(start, end, steps, warmup, peak_lr, peak, [], mapping=mapping)
+    plan.peak_configured = isinstance(configured, int | float) and configured > 0
+    plan.phase = schedule_phase(run, start, end)
     if peak is None or peak <= 0:
         plan.actions.append(NO_LR)
     _legs(plan, run, rec)
     _events(plan, run)
     return plan
+
+
+def schedule_phase(run: Run, start: int, end: int) -> str | None:
+    """Where steps ``start..end`` sit in the planned run: a share of the planned
+    iterations, and warm-up or after, from the start-up arguments or the records'
+    ``iteration N/ M`` (None: the log does not say)."""
+    extra = run.meta.model_extra or {}
+    args = extra.get("arguments") or {}
+    total = args.get("train_iters") or extra.get("train_iters")
+    if not isinstance(total, int) or total <= 0:
+        return None
+    share = f"{start / total:.1%}-{end / total:.1%}"
+    text = f"steps {start}..{end} are {share} of the planned {total:,} iterations"
+    warm = args.get("lr_warmup_iters")
+    if not warm and isinstance(args.get("lr_warmup_fraction"), float):
+        warm = round(args["lr_warmup_fraction"] * total)
+    if isinstance(warm, int) and warm > 0:
+        where = "inside" if start <= warm else "after"
+        text += f"; {where} the warm-up of {warm:,} iterations"
+    style = args.get("lr_decay_style")
+    if isinstance(style, str):
+        text += f"; {style} decay"
+    return text
 
 
 def _rel_lr(plan: SegmentPlan, lr: pl.Series) -> np.ndarray:

@@ -38,13 +38,24 @@ def verdict(outcomes: list[Outcome], warmup: int = 0) -> list[str]:
 def render(
     seg: SegmentPlan, outcomes: list[Outcome], logs: list[str], fid: Fidelity | None = None
 ) -> str:
-    peak = f"{seg.recorded_peak_lr:.4g}" if seg.recorded_peak_lr else "unknown"
+    if not seg.recorded_peak_lr:
+        peak = "unknown"
+    elif seg.peak_configured:
+        peak = (
+            f"{seg.recorded_peak_lr:.4g} (the run's configured peak, from its start-up arguments)"
+        )
+    else:
+        peak = (
+            f"{seg.recorded_peak_lr:.4g} (the largest LR in the log: the run's configured "
+            "peak is not in it, so an excerpt inside the warm-up maps to the small model's peak)"
+        )
     head = [
         f"# replay segment: recorded steps {seg.start}..{seg.end} of {', '.join(logs)}",
         "",
         f"small model: {seg.warmup} warm-up steps, then the segment on small steps "
         f"{seg.warmup + 1}..{seg.total}; recorded peak LR {peak} -> small-model LR "
         f"{seg.peak_lr:g}; {len(seg.legs)} launch(es) in the window",
+        *([f"schedule: {seg.phase}"] if seg.phase else []),
         "",
         "recorded actions carried over:",
     ]

@@ -465,3 +465,49 @@ def test_a_scale_fall_without_a_skipped_counter_is_an_overflow_of_that_interval(
            events(parsed, "overflow_skip")]  # fmt: skip
     assert got == [(30, 3, 1024.0, 128.0), (60, 1, 64.0, 32.0)]
     assert parsed.metrics.get_column("skipped").to_list() == [None, None, None, None, 0, None]
+
+
+def test_start_up_arguments_and_a_relaunch_that_changes_them():
+    from parsers import read_log
+
+    run = read_log([Path(__file__).resolve().parents[1] / "fixtures/megatron/spike_restart.log"])
+    extra = run.meta.model_extra
+    assert extra["arguments"] == {
+        "fp16": True,
+        "global_batch_size": 256,
+        "initial_loss_scale": 65536,
+        "lr": 0.0003,
+        "lr_decay_style": "cosine",
+        "lr_warmup_iters": 20,
+        "min_lr": 3e-05,
+        "seq_length": 2048,
+        "train_iters": 500,
+    }
+    assert extra["argument_changes"] == [
+        {"line": 190, "key": "lr", "old": 0.0003, "new": 0.00015},
+        {"line": 190, "key": "min_lr", "old": 3e-05, "new": 1.5e-05},
+    ]
+
+
+def test_an_argument_dump_without_its_banners_is_read_and_timer_lines_are_not():
+    import polars as pl
+
+    from parsers.megatron.arguments import read_arguments
+
+    text = [
+        "  lr .............................................. 6e-05",
+        "  train_iters ..................................... 320000",
+        "  rampup_batch_size ............................... ['16', '16', '6_000_000']",
+        "  lr_decay_style .................................. None",
+        "  forward-compute ...: 123.45",
+    ]
+    got = read_arguments(pl.DataFrame({"line": range(1, 6), "text": text}))
+    assert got == {
+        "arguments": {
+            "lr": 6e-05,
+            "train_iters": 320000,
+            "rampup_batch_size": "['16', '16', '6_000_000']",
+            "lr_decay_style": None,
+        }
+    }
+    assert read_arguments(pl.DataFrame({"line": [1], "text": ["iteration 1/ 10 |"]})) == {}

@@ -90,3 +90,48 @@ def test_a_log_with_nothing_to_map_is_warned_about():
     assert not seg.carried
     text = render(seg, [outcome("recorded", 0, None)], ["x.log"])
     assert "warning: the log gives nothing the small model can take over" in text
+
+
+def test_calibration_picks_the_lr_that_puts_the_spike_nearest_the_real_one(monkeypatch):
+    from replay import calibrate as cal
+    from replay.config import tiny
+
+    # small step of the recorded run's spike per small-model LR (None: stable)
+    spikes = {0.01: None, 0.1: 95, 0.3: 74, 1.0: 66}
+
+    def fake_pool(fn, jobs, workers, ray=None):
+        assert [j.variant for j in jobs] == ["recorded"] * len(spikes)
+        return [outcome("recorded", j.seed, spikes[j.plan.peak_lr]) for j in jobs]
+
+    monkeypatch.setattr(cal, "pool_map", fake_pool)
+    run = real_run(1500)
+    c = cal.calibrate(run, 1000, 1999, tiny(), 100, 20, tuple(spikes))
+    # 74 and 66 are both 4 from the real spike's 70: the lower LR wins the tie
+    assert c.real == (1500, "loss_spike") and c.chosen == 0.3
+    lines = c.lines()
+    assert lines[4:8] == ["| 0.01 | - | no |", "| 0.1 | 95 | no |", "| 0.3 | 74 | yes |",
+                          "| 1 | 66 | yes |"]  # fmt: skip
+    assert lines[-1] == "calibration: chose small-model LR 0.3"
+    spikes.update({0.3: None, 1.0: 12})
+    c = cal.calibrate(run, 1000, 1999, tiny(), 100, 20, tuple(spikes))
+    assert c.lines()[7] == "| 1 | 12 (warm-up) | no |"
+    assert c.chosen is None and c.lines()[-1].startswith(
+        "calibration: not reproduced at any LR of the sweep"
+    )
+    # nothing to match: no run at all
+    monkeypatch.setattr(cal, "pool_map", lambda *a, **k: pytest.fail("ran"))
+    c = cal.calibrate(real_run(None), 1000, 1999, tiny(), 100, 20, tuple(spikes))
+    assert c.real is None and c.lines() == [
+        "calibration: skipped: the real window has no instability to match"
+    ]
+
+
+def test_not_reproduced_says_what_the_mapping_did_not_carry(seg):
+    run = real_run(1500)
+    scale = np.where(np.arange(1000, 2000) < 1490, 65536.0, 4096.0)
+    run = Run(metrics=run.metrics.with_columns(pl.Series("loss_scale", scale)))
+    fid = check(seg, run, [outcome("recorded", 0, None)], "recorded")
+    assert fid.lines[0].endswith(
+        "stays stable in 1/1 seed(s) (its fp16 loss scale moved (65,536 -> 4,096), which is "
+        "not emulated in the segment; it was preceded by loss_scale_collapse in the real run)"
+    )

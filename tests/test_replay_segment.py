@@ -176,3 +176,38 @@ def test_segment_on_a_corpus_log_with_an_lr_override(tiny_config):
         r.output
     )
     assert "| half | 1 |" in r.output
+
+
+@pytest.mark.parametrize(
+    ("lrs", "why"),
+    [("0.1,x", "expected comma-separated numbers"), ("0.1,0", "expected LRs > 0")],
+)
+def test_calibration_sweep_is_checked(tiny_config, lrs, why):
+    r = invoke(str(FIXTURE), "--start", "400", "--end", "800", "--calibrate", "--lrs", lrs,
+               "--config", str(tiny_config))  # fmt: skip
+    assert r.exit_code != 0 and isinstance(r.exception, UsageError)
+    assert str(r.exception) == f"--lrs {lrs!r}: {why}"
+
+
+def test_the_configured_peak_and_the_schedule_phase_come_from_the_start_up_arguments():
+    from parsers import read_log
+    from replay.segment_report import render
+
+    run = read_log([ROOT / "fixtures" / "megatron" / "spike_restart.log"], None)
+    seg = plan_segment(run, 1, 100, steps=50, warmup=10, peak_lr=0.1)
+    assert seg.recorded_peak_lr == 3e-4 and seg.peak_configured
+    head = render(seg, [], ["spike_restart.log"]).splitlines()[2:4]
+    assert head[0].endswith(
+        "recorded peak LR 0.0003 (the run's configured peak, from its start-up arguments) "
+        "-> small-model LR 0.1; 2 launch(es) in the window"
+    )
+    assert head[1] == (
+        "schedule: steps 1..100 are 0.2%-20.0% of the planned 500 iterations; inside the "
+        "warm-up of 20 iterations; cosine decay"
+    )
+    # without the dump: the largest LR of the log, said to be that
+    seg = plan_segment(Run.read(FIXTURE), 400, 800, steps=40, warmup=10, peak_lr=0.1)
+    assert not seg.peak_configured and seg.phase is None
+    assert "(the largest LR in the log: the run's configured peak is not in it" in render(
+        seg, [], ["x"]
+    )

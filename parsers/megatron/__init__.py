@@ -24,6 +24,7 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.schema import EventBase, Nonfinite, Source
+from parsers.megatron.arguments import read_arguments
 from parsers.megatron.events import build_events, read_items
 from parsers.megatron.lines import (
     EVENT,
@@ -139,7 +140,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         "ignored": int((codes == IGNORED).sum()) + dup_lines + len(got.dropped),
         "unrecognized": unrecognized.len(),
     }
-    meta = _meta(kept, counts, n_dup)
+    meta = _meta(kept, counts, n_dup) | read_arguments(lines[np.flatnonzero(codes == IGNORED)])
     if pipe.height:
         meta.setdefault("caveats", []).append(
             f"{pipe.height} step(s) read from DeepSpeed's pipeline-engine lines "

@@ -1,0 +1,91 @@
+"""The schedule and precision settings of Megatron's start-up argument dump.
+
+Megatron prints every argument once per launch, between ``---- arguments ----`` and
+``---- end of arguments ----``::
+
+      lr .............................................. 0.00015
+      lr_warmup_iters ................................. 0
+      train_iters ..................................... 1000
+
+The settings that say where a step sits in the planned run (peak and floor LR, warm-up
+and decay, planned iterations or samples, batch size ramp, precision, clipping) are kept
+in the run's metadata as ``arguments``: those of the first dump, and per later dump (of
+a relaunch) each value that differs from the first dump's (``argument_changes``: a
+relaunch with a new LR, say). Every line of the
+dump stays an ignored line: nothing here changes the line counts.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import polars as pl
+
+KEYS = (
+    "lr", "min_lr", "lr_decay_style", "lr_warmup_iters", "lr_warmup_fraction",
+    "lr_warmup_samples", "lr_decay_iters", "lr_decay_samples", "train_iters",
+    "train_samples", "global_batch_size", "micro_batch_size", "rampup_batch_size",
+    "seq_length", "fp16", "bf16", "loss_scale", "initial_loss_scale", "min_loss_scale",
+    "loss_scale_window", "clip_grad", "adam_beta1", "adam_beta2", "adam_eps",
+    "weight_decay", "seed",
+)  # fmt: skip
+_LINE = r"^(?:.*?\]:?\s*)?\s*(?P<key>[a-z_0-9]+) \.{3,} (?P<value>\S.*?)\s*$"
+_START = "-- arguments --"
+_END = "-- end of arguments --"
+_KEYS = frozenset(KEYS)
+LOOSE = 2000
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def read_arguments(lines: pl.DataFrame) -> dict:
+    """``{"arguments": {...}, "argument_changes": [...]}`` from the argument dumps of
+    ``lines`` (``line``, ``text``); empty when there is none. Without the dump's
+    banners (an excerpt), the first ``LOOSE`` candidate lines are read as one dump."""
+    text = lines.get_column("text")
+    hit = lines.filter(text.str.contains(" ....", literal=True))
+    if hit.height == 0:
+        return {}
+    banners = lines.filter(text.str.contains(_START, literal=True))
+    ends = lines.filter(text.str.contains(_END, literal=True)).get_column("line").to_numpy()
+    at = hit.get_column("line").to_numpy()
+    if banners.height:
+        starts = banners.get_column("line").to_numpy()
+        dump = np.searchsorted(starts, at) - 1
+        close = np.searchsorted(ends, at)  # the first end marker at or after each line
+        first_end = np.searchsorted(ends, starts[np.maximum(dump, 0)])
+        inside = (dump >= 0) & (close == first_end)
+        hit, dump = hit.filter(pl.Series(inside)), dump[inside]
+    else:
+        hit, dump = hit.head(LOOSE), np.zeros(min(hit.height, LOOSE), dtype=np.int64)
+    parts = hit.get_column("text").str.extract_groups(_LINE).struct.unnest()
+    dumps: dict[int, dict] = {}
+    for d, key, value in zip(dump.tolist(), parts["key"], parts["value"], strict=True):
+        if key in _KEYS:
+            dumps.setdefault(d, {}).setdefault(key, _value(value))
+    if not dumps:
+        return {}
+    order = sorted(dumps)
+    out: dict = {"arguments": dumps[order[0]]}
+    seen = dumps[order[0]]
+    changes = []
+    line_of = banners.get_column("line").to_list() if banners.height else [None]
+    for d in order[1:]:
+        for key, value in dumps[d].items():
+            if key in seen and seen[key] != value:
+                changes.append({"line": line_of[d], "key": key, "old": seen[key], "new": value})
+    if changes:
+        out["argument_changes"] = changes
+    return out
+
+
+def _value(raw: str) -> str | int | float | bool | None:
+    if raw in ("True", "False"):
+        return raw == "True"
+    if raw == "None":
+        return None
+    if _NUMBER.fullmatch(raw):
+        number = float(raw)
+        whole = number.is_integer() and not any(c in raw for c in ".eE")
+        return int(raw) if whole else number
+    return raw
