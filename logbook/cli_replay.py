@@ -36,6 +36,7 @@ RayOpt = Annotated[
 RayAddressOpt = Annotated[
     str | None, typer.Option("--ray-address", hidden=True, help="The Ray cluster's address.")
 ]
+PRESET_NAMES = ("healthy", "data-spike")  # replay.presets.PRESETS (checked by a test)
 DEFAULT_VARIANTS = (
     "baseline=baseline",
     "half_lr=lr_scale:0.5",
@@ -111,7 +112,7 @@ def record(
     force: Annotated[bool, typer.Option("--force", help="Replace a recording in OUT.")] = False,
     preset: Annotated[
         str | None,
-        typer.Option(help="A named recipe: healthy, data-spike (see docs/replay.md)."),
+        typer.Option(help=f"A named recipe: {', '.join(PRESET_NAMES)} (docs/replay.md)."),
     ] = None,
     data: Annotated[
         str | None,
@@ -134,7 +135,7 @@ def record(
     model = {"qk_norm": True if qk_norm else None}
     cfg = _config(config, train, model, {"source": data}, chosen)
     _check_out(out, force, RUN_FILE)
-    run = do_record(cfg, out, checkpoint_every)
+    run = do_record(cfg, out, checkpoint_every, preset=chosen.name if chosen else None)
     m = run.metrics
     typer.echo(
         f"recorded {m.height} steps in {out}: final loss {m['loss'][-1]:.4f}, "

@@ -32,9 +32,14 @@ SETTINGS_FILE = "recording.json"
 
 
 def record(
-    cfg: ReplayConfig, out: str | Path, checkpoint_every: int = 0, name: str | None = None
+    cfg: ReplayConfig,
+    out: str | Path,
+    checkpoint_every: int = 0,
+    name: str | None = None,
+    preset: str | None = None,
 ) -> Run:
-    """Train from scratch for ``cfg.train.steps`` steps, writing checkpoints and the run.
+    """Train from scratch for ``cfg.train.steps`` steps, writing checkpoints and the run
+    (``preset``: the name of the preset the config came from, kept in the settings).
 
     ``run.jsonl`` is rewritten (atomically) after every checkpoint, so an interrupted
     recording holds the run up to its last checkpoint and :func:`resume` continues it."""
@@ -50,6 +55,8 @@ def record(
             "config": cfg.to_dict(),
             "environment": environment.current(cfg.train.device, trainer.data.fingerprint),
         }
+        if preset is not None:
+            settings["preset"] = preset
         fh.write(json.dumps(settings) + "\n")
     return _train(trainer, root, checkpoint_every)
 

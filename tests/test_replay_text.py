@@ -76,7 +76,9 @@ def test_bad_data_settings_are_refused_in_one_line():
 
 
 def test_presets_name_their_settings_and_fix():
-    assert list(PRESETS) == ["healthy", "data-spike"]
+    from logbook.cli_replay import PRESET_NAMES
+
+    assert list(PRESETS) == ["healthy", "data-spike"] == list(PRESET_NAMES)
     ds = preset("data-spike")
     assert ds.settings == {"data": {"bad_from": 200, "bad_steps": 5, "bad_kind": "repeat"}}
     assert (ds.fix, ds.fix_from) == ("skip:200-204", 150)
