@@ -408,10 +408,10 @@ def _overlap(results: list[tuple[Parsed, ParseStats]], dirs: list) -> bool:
     return any(b[0] < a[1] for a, b in zip(ordered, ordered[1:], strict=False))
 
 
-def _arguments(extra: dict, meta: dict) -> None:
+def _arguments(extra: dict, meta: dict, last: dict) -> None:
     """The start-up arguments of the first part that prints them, and each value that a
-    later dump (in a part, or a later part's own) gives otherwise (a relaunch with a new
-    LR)."""
+    later dump (in a part, or a later part's own) gives otherwise than the dump before
+    (a relaunch with a new LR); ``last``: the values of the latest dump so far."""
     args = meta.get("arguments")
     if not args:
         return
@@ -419,11 +419,13 @@ def _arguments(extra: dict, meta: dict) -> None:
     if "arguments" not in extra:
         extra["arguments"] = dict(args)
     else:
-        seen = extra["arguments"]
         for key, value in args.items():
-            if key in seen and seen[key] != value:
-                changes.append({"line": None, "key": key, "old": seen[key], "new": value})
-    changes += meta.get("argument_changes", [])
+            if key in last and last[key] != value:
+                changes.append({"line": None, "key": key, "old": last[key], "new": value})
+    last.update(args)
+    for c in meta.get("argument_changes", []):
+        changes.append(c)
+        last[c["key"]] = c["new"]
     if not changes:
         del extra["argument_changes"]
 
@@ -436,6 +438,7 @@ def run_meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
     name = None
     train_iters = None
     extra: dict = {}
+    last_args: dict = {}
     for p in parts:
         units.update(p.meta.get("units", {}))
         caveats += [c for c in p.meta.get("caveats", []) if c not in caveats]
@@ -444,7 +447,7 @@ def run_meta(parts: list[Parsed], stats: list[ParseStats]) -> RunMeta:
         for k in META_FLAGS:
             if p.meta.get(k) is not None:
                 extra.setdefault(k, p.meta[k])
-        _arguments(extra, p.meta)
+        _arguments(extra, p.meta, last_args)
     if train_iters is not None:
         extra["train_iters"] = train_iters
     return RunMeta(

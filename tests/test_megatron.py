@@ -511,3 +511,23 @@ def test_an_argument_dump_without_its_banners_is_read_and_timer_lines_are_not():
         }
     }
     assert read_arguments(pl.DataFrame({"line": [1], "text": ["iteration 1/ 10 |"]})) == {}
+
+
+def test_each_relaunch_dump_is_compared_with_the_one_before():
+    import polars as pl
+
+    from parsers.megatron.arguments import read_arguments
+
+    text = []
+    for lr in ("0.0003", "0.00015", "0.00015"):
+        text += [
+            "------------------------ arguments ------------------------",
+            f"  lr .............................................. {lr}",
+            "-------------------- end of arguments ---------------------",
+            "  forward-compute ...: 12.5",
+        ]
+    got = read_arguments(pl.DataFrame({"line": range(1, len(text) + 1), "text": text}))
+    assert got == {
+        "arguments": {"lr": 0.0003},
+        "argument_changes": [{"line": 5, "key": "lr", "old": 0.0003, "new": 0.00015}],
+    }

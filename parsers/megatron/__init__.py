@@ -24,7 +24,7 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.schema import EventBase, Nonfinite, Source
-from parsers.megatron.arguments import read_arguments
+from parsers.megatron.arguments import change_events, read_arguments
 from parsers.megatron.events import build_events, read_items
 from parsers.megatron.lines import (
     EVENT,
@@ -140,7 +140,12 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         "ignored": int((codes == IGNORED).sum()) + dup_lines + len(got.dropped),
         "unrecognized": unrecognized.len(),
     }
-    meta = _meta(kept, counts, n_dup) | read_arguments(lines[np.flatnonzero(codes == IGNORED)])
+    args = read_arguments(lines[np.flatnonzero(codes == IGNORED)])
+    meta = _meta(kept, counts, n_dup) | args
+    if args.get("argument_changes"):
+        steps = kept.get_column("step").fill_null(-1).to_numpy()
+        lines_kept = kept.get_column("line").to_numpy()
+        events += change_events(args["argument_changes"], lines_kept, steps, name)
     if pipe.height:
         meta.setdefault("caveats", []).append(
             f"{pipe.height} step(s) read from DeepSpeed's pipeline-engine lines "

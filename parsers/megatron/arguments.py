@@ -10,9 +10,10 @@ Megatron prints every argument once per launch, between ``---- arguments ----`` 
 The settings that say where a step sits in the planned run (peak and floor LR, warm-up
 and decay, planned iterations or samples, batch size ramp, precision, clipping) are kept
 in the run's metadata as ``arguments``: those of the first dump, and per later dump (of
-a relaunch) each value that differs from the first dump's (``argument_changes``: a
-relaunch with a new LR, say). Every line of the
-dump stays an ignored line: nothing here changes the line counts.
+a relaunch) each value that differs from the dump before (``argument_changes``: a
+relaunch with a new LR, say), and those changes become events at the first record after
+the relaunch's dump: a manual ``lr_change`` for ``lr``, a ``config_change`` for the rest.
+Every line of the dump stays an ignored line: nothing here changes the line counts.
 """
 
 from __future__ import annotations
@@ -67,13 +68,14 @@ def read_arguments(lines: pl.DataFrame) -> dict:
         return {}
     order = sorted(dumps)
     out: dict = {"arguments": dumps[order[0]]}
-    seen = dumps[order[0]]
+    seen = dict(dumps[order[0]])
     changes = []
     line_of = banners.get_column("line").to_list() if banners.height else [None]
     for d in order[1:]:
         for key, value in dumps[d].items():
             if key in seen and seen[key] != value:
                 changes.append({"line": line_of[d], "key": key, "old": seen[key], "new": value})
+            seen[key] = value
     if changes:
         out["argument_changes"] = changes
     return out
@@ -89,3 +91,36 @@ def _value(raw: str) -> str | int | float | bool | None:
         whole = number.is_integer() and not any(c in raw for c in ".eE")
         return int(raw) if whole else number
     return raw
+
+
+def change_events(changes: list[dict], rec_lines: np.ndarray, rec_steps: np.ndarray, name: str):
+    """A relaunch's changed arguments as events at the step of the first record after its
+    dump: the LR as a manual ``lr_change``, the rest as ``config_change`` (none for a
+    dump with no record after it)."""
+    from logbook.schema import ConfigChange, LrChange, Source
+
+    out = []
+    for c in changes:
+        if c["line"] is None:
+            continue
+        rc = int(np.searchsorted(rec_lines, c["line"]))
+        if rc >= rec_lines.size or rec_steps[rc] < 0:
+            continue
+        step, src = int(rec_steps[rc]), Source(file=name, line=c["line"])
+        old, new = c["old"], c["new"]
+        text = f"{c['key']}: {old} -> {new} (start-up arguments of a relaunch)"
+        if c["key"] == "lr" and isinstance(old, int | float) and isinstance(new, int | float):
+            out.append(LrChange(step=step, old=old, new=new, manual=True, source=src, text=text))
+        else:
+            out.append(
+                ConfigChange(
+                    step=step, key=c["key"], old=_plain(old), new=_plain(new), source=src, text=text
+                )  # fmt: skip
+            )
+    return out
+
+
+def _plain(v: object) -> str | float | None:
+    if v is None:
+        return None
+    return v if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
