@@ -36,7 +36,8 @@ RayOpt = Annotated[
 RayAddressOpt = Annotated[
     str | None, typer.Option("--ray-address", hidden=True, help="The Ray cluster's address.")
 ]
-PRESET_NAMES = ("healthy", "data-spike")  # replay.presets.PRESETS (checked by a test)
+# the names of replay.presets.PRESETS (a test checks them), without importing replay
+PRESET_NAMES = ("healthy", "data-spike", "fp16-attn-logits")
 DEFAULT_VARIANTS = (
     "baseline=baseline",
     "half_lr=lr_scale:0.5",

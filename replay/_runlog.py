@@ -103,6 +103,9 @@ def _plan_events(trainer: Trainer) -> list[EventBase]:
             ev = LrChange(step=i.start, old=before, new=before * i.value, manual=True)
         elif i.kind == "reset_opt":
             ev = ConfigChange(step=i.start, key="optimizer_state", old="kept", new="reset")
+        elif i.kind == "bf16":
+            old = "fp16" if cfg.fp16 else "fp32"
+            ev = ConfigChange(step=i.start, key="precision", old=old, new="bf16")
         else:
             default = {"clip": cfg.clip, "z_loss": cfg.z_loss, "data_seed": cfg.seed}[i.kind]
             old = getattr(trainer.plan, i.kind)(i.start - 1, default, seg)

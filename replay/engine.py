@@ -93,10 +93,10 @@ class Trainer:
             group["lr"] = lr
         x, y = self.data.batch(plan.data_seed(k, t.seed, seg), k)
         x, y = x.to(self.device), y.to(self.device)
+        scaler = self.scaler if not plan.bf16(k, seg) else None
         objective, ce, stats = self.model(
-            x, y, z_loss=plan.z_loss(k, t.z_loss, seg), instrument=True
+            x, y, z_loss=plan.z_loss(k, t.z_loss, seg), instrument=True, fp16=scaler is not None
         )
-        scaler = self.scaler
         (objective * scaler.scale if scaler else objective).backward()
         grads = [p.grad for p in self.params]
         overflow = scaler.unscale(grads) if scaler else False

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from logbook.run import Run
 from logbook.schema import Finding
 
-SPIKE_KINDS = ("loss_spike", "divergence")
+# what counts as the instability in a counterfactual: a loss spike, a divergence, a
+# non-finite loss or a loss-scale collapse (warning or critical)
+SPIKE_KINDS = ("loss_spike", "divergence", "nonfinite", "loss_scale_collapse")
 
 
 @dataclass
@@ -43,12 +45,14 @@ def detect_findings(run: Run) -> list[Finding]:
 
 
 def spikes_in(run: Run, after: int = 0, until: int | None = None) -> SpikeReport:
-    """Loss spikes and divergences whose onset lies in ``(after, until]``."""
+    """Instabilities (``SPIKE_KINDS``, warning or critical) whose onset lies in
+    ``(after, until]``."""
     found = detect_findings(run)
     spikes = [
         f
         for f in found
         if f.kind in SPIKE_KINDS
+        and f.severity != "info"
         and f.start_step is not None
         and f.start_step > after
         and (until is None or f.start_step <= until)

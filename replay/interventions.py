@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from logbook.errors import UsageError
 
-KINDS = ("lr_scale", "skip", "clip", "reset_opt", "z_loss", "data_seed", "qk_norm")
+KINDS = ("lr_scale", "skip", "clip", "reset_opt", "z_loss", "data_seed", "qk_norm", "bf16")
 _NEEDS_VALUE = {"lr_scale", "skip", "clip", "z_loss", "data_seed"}
 _ITEM = re.compile(r"^(?P<kind>[a-z_0-9]+)(?::(?P<value>[^@]+))?(?:@(?P<at>\d+))?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
@@ -99,6 +99,10 @@ class Plan:
         return any(
             i.kind == "skip" and i.active(step, segment) and step <= i.end for i in self.items
         )
+
+    def bf16(self, step: int, segment: int = 0) -> bool:
+        """Whether the step trains in bf16 (fp32's range: no loss scaling, no overflow)."""
+        return any(i.kind == "bf16" and i.active(step, segment) for i in self.items)
 
     def resets_before(self, step: int, segment: int = 0) -> bool:
         return any(

@@ -2,7 +2,9 @@
 training stability and the instrumentation that shows them coming.
 
 Switches: ``qk_norm`` (LayerNorm on queries and keys, per head: bounds the attention
-logits) and the z-loss coefficient (passed to :meth:`GPT.forward`: pulls the output
+logits), fp16's range for the attention scores (``fp16``: a score past 65504 overflows to
+inf and its softmax row to NaN, as a score computed in fp16 does) and the z-loss
+coefficient (passed to :meth:`GPT.forward`: pulls the output
 log-partition ``log Z`` towards 0). Instrumentation (``instrument=True``) returns, per
 forward pass, the max attention logit over all layers and heads, each layer's mean
 activation norm, and the mean output ``log Z``, as detached tensors (no host sync).
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+
+FP16_MAX = float(torch.finfo(torch.float16).max)  # 65504
 
 
 @dataclass(kw_only=True)
@@ -59,7 +63,9 @@ class Attention(nn.Module):
         mask = torch.ones(cfg.block_size, cfg.block_size, dtype=torch.bool).triu(1)
         self.register_buffer("future", mask, persistent=False)  # True above the diagonal
 
-    def forward(self, x: Tensor, instrument: bool) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self, x: Tensor, instrument: bool, fp16: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         q = q.view(B, T, self.n_head, self.hs).transpose(1, 2)  # (B, nh, T, hs)
@@ -69,6 +75,9 @@ class Attention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         # Explicit attention (not a fused kernel): the logits are what we watch.
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.hs))  # (B, nh, T, T)
+        if fp16:
+            # fp16's range: a score past 65504 is inf, and its softmax row NaN
+            att = torch.where(att.abs() > FP16_MAX, att.sign() * math.inf, att)
         att = att.masked_fill(self.future[:T, :T], float("-inf"))
         logit_max = att.detach().amax() if instrument else None
         y = F.softmax(att, dim=-1) @ v  # (B, nh, T, hs)
@@ -85,8 +94,10 @@ class Block(nn.Module):
         self.fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False)
         self.out = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False)
 
-    def forward(self, x: Tensor, instrument: bool) -> tuple[Tensor, Tensor | None]:
-        a, logit_max = self.attn(self.ln1(x), instrument)
+    def forward(
+        self, x: Tensor, instrument: bool, fp16: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        a, logit_max = self.attn(self.ln1(x), instrument, fp16)
         x = x + a
         x = x + self.out(F.gelu(self.fc(self.ln2(x))))
         return x, logit_max
@@ -116,17 +127,24 @@ class GPT(nn.Module):
             nn.init.normal_(m.weight, 0.0, self.cfg.init_std)
 
     def forward(
-        self, idx: Tensor, targets: Tensor, *, z_loss: float = 0.0, instrument: bool = False
+        self,
+        idx: Tensor,
+        targets: Tensor,
+        *,
+        z_loss: float = 0.0,
+        instrument: bool = False,
+        fp16: bool = False,
     ) -> tuple[Tensor, Tensor, Stats | None]:
         """Return (objective, cross-entropy in nats, stats or None).
 
-        The objective is the cross-entropy plus ``z_loss * mean(log Z ** 2)``.
+        The objective is the cross-entropy plus ``z_loss * mean(log Z ** 2)``. ``fp16``:
+        the attention scores take fp16's range (see :class:`Attention`).
         """
         B, T = idx.shape
         x = self.wte(idx) + self.wpe.weight[:T]  # (B, T, C)
         logit_maxes, norms = [], []
         for block in self.blocks:
-            x, logit_max = block(x, instrument)
+            x, logit_max = block(x, instrument, fp16)
             if instrument:
                 logit_maxes.append(logit_max)
                 norms.append(x.detach().norm(dim=-1).mean())

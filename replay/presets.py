@@ -40,6 +40,26 @@ PRESETS: dict[str, Preset] = {
             fix="skip:200-204",
             fix_from=150,
         ),
+        Preset(
+            "fp16-attn-logits",
+            "fp16 with a dynamic loss scale at a high LR (warm-up to 0.3 over 200 steps, "
+            "then constant): the attention logits grow past fp16's range (65504) from a "
+            "trained state (loss about 3.2, from 5.5), the loss turns NaN and the loss "
+            "scale collapses to its minimum; the fixes: bf16 from a checkpoint before "
+            "(BLOOM), or QK-norm (Dehghani et al. 2023, Wortsman et al. 2023)",
+            {
+                "train": {
+                    "fp16": True,
+                    "lr": 0.3,
+                    "warmup": 200,
+                    "steps": 300,
+                    "min_lr_ratio": 1.0,
+                }
+            },
+            fix="bf16",
+            fix_from=150,
+            checkpoint_every=25,
+        ),
     )
 }
 

@@ -484,8 +484,8 @@ def test_start_up_arguments_and_a_relaunch_that_changes_them():
         "train_iters": 500,
     }
     assert extra["argument_changes"] == [
-        {"line": 190, "key": "lr", "old": 0.0003, "new": 0.00015},
-        {"line": 190, "key": "min_lr", "old": 3e-05, "new": 1.5e-05},
+        {"line": 195, "key": "lr", "old": 0.0003, "new": 0.00015},
+        {"line": 198, "key": "min_lr", "old": 3e-05, "new": 1.5e-05},
     ]
 
 
@@ -529,5 +529,5 @@ def test_each_relaunch_dump_is_compared_with_the_one_before():
     got = read_arguments(pl.DataFrame({"line": range(1, len(text) + 1), "text": text}))
     assert got == {
         "arguments": {"lr": 0.0003},
-        "argument_changes": [{"line": 5, "key": "lr", "old": 0.0003, "new": 0.00015}],
+        "argument_changes": [{"line": 6, "key": "lr", "old": 0.0003, "new": 0.00015}],
     }

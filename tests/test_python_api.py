@@ -93,8 +93,10 @@ def test_events_frame(run):
     ]
     assert ev.group_by("kind").len().sort("kind").rows() == [
         ("checkpoint_save", 4),
+        ("config_change", 1),  # min_lr at the relaunch (its start-up arguments)
         ("hardware_failure", 1),
         ("loss_scale_change", 4),
+        ("lr_change", 1),
         ("overflow_skip", 3),
         ("restart", 1),
         ("validation", 2),

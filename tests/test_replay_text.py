@@ -78,11 +78,12 @@ def test_bad_data_settings_are_refused_in_one_line():
 def test_presets_name_their_settings_and_fix():
     from logbook.cli_replay import PRESET_NAMES
 
-    assert list(PRESETS) == ["healthy", "data-spike"] == list(PRESET_NAMES)
+    assert list(PRESETS) == ["healthy", "data-spike", "fp16-attn-logits"] == list(PRESET_NAMES)
     ds = preset("data-spike")
     assert ds.settings == {"data": {"bad_from": 200, "bad_steps": 5, "bad_kind": "repeat"}}
     assert (ds.fix, ds.fix_from) == ("skip:200-204", 150)
-    with pytest.raises(UsageError, match="--preset 'spiky': unknown; one of healthy, data-spike"):
+    known = "healthy, data-spike, fp16-attn-logits"
+    with pytest.raises(UsageError, match=f"--preset 'spiky': unknown; one of {known}"):
         preset("spiky")
 
 
@@ -136,3 +137,40 @@ def test_a_text_recording_keeps_its_corpus_and_verify_names_another(tmp_path):
     settings["environment"]["corpus"] = "0" * 64
     path.write_text(json.dumps(settings))
     assert verify(tmp_path, 10).environment == [f"corpus: {'0' * 64} -> {digest}"]
+
+
+def test_fp16_range_turns_an_overflowing_attention_score_into_a_nan_loss():
+    from replay.model import GPT, ModelConfig
+
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(vocab_size=64, block_size=8, n_layer=1, n_head=2, n_embd=16))
+    with torch.no_grad():
+        model.blocks[0].attn.qkv.weight.mul_(3000.0)  # scores of ~1e5 and more
+    x = torch.randint(0, 64, (2, 8))
+    _, ce, stats = model(x, x, instrument=True)
+    assert torch.isfinite(ce) and float(stats.attn_logit_max) > 65504
+    _, ce16, _ = model(x, x, instrument=True, fp16=True)
+    assert torch.isnan(ce16)
+    with torch.no_grad():
+        model.blocks[0].attn.qkv.weight.div_(3000.0)
+    a, b = model(x, x)[1], model(x, x, fp16=True)[1]
+    assert torch.equal(a, b)  # in range: bit for bit the same
+
+
+def test_bf16_from_a_step_drops_the_loss_scale_and_is_a_config_change():
+    from replay.config import tiny
+    from replay.engine import Trainer
+    from replay.interventions import parse_item, parse_spec
+
+    assert parse_item("bf16@3").kind == "bf16"
+    with pytest.raises(UsageError, match="bf16 takes no value"):
+        parse_item("bf16:1")
+    cfg = tiny()
+    cfg.train.fp16 = True
+    trainer = Trainer(cfg, parse_spec("bf16@3"))
+    trainer.run(5)
+    run = trainer.to_run()
+    assert run.metrics.get_column("loss_scale").to_list()[:2] == [65536.0, 65536.0]
+    assert run.metrics.get_column("loss_scale").to_list()[2:] == [None, None, None]
+    (ev,) = run.events_of("config_change")
+    assert (ev.step, ev.key, ev.old, ev.new) == (3, "precision", "fp16", "bf16")

@@ -145,7 +145,11 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     if args.get("argument_changes"):
         steps = kept.get_column("step").fill_null(-1).to_numpy()
         lines_kept = kept.get_column("line").to_numpy()
-        events += change_events(args["argument_changes"], lines_kept, steps, name)
+        changed = change_events(args["argument_changes"], lines_kept, steps, name)
+        events += changed
+        cited = len({e.source.line for e in changed if e.source is not None})
+        counts["ignored"] -= cited  # those lines are event lines now
+        counts["event"] += cited
     if pipe.height:
         meta.setdefault("caveats", []).append(
             f"{pipe.height} step(s) read from DeepSpeed's pipeline-engine lines "

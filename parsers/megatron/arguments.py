@@ -13,7 +13,8 @@ in the run's metadata as ``arguments``: those of the first dump, and per later d
 a relaunch) each value that differs from the dump before (``argument_changes``: a
 relaunch with a new LR, say), and those changes become events at the first record after
 the relaunch's dump: a manual ``lr_change`` for ``lr``, a ``config_change`` for the rest.
-Every line of the dump stays an ignored line: nothing here changes the line counts.
+The line of a changed argument then counts as an event line; the rest of the dump stays
+ignored.
 """
 
 from __future__ import annotations
@@ -61,20 +62,23 @@ def read_arguments(lines: pl.DataFrame) -> dict:
         hit, dump = hit.head(LOOSE), np.zeros(min(hit.height, LOOSE), dtype=np.int64)
     parts = hit.get_column("text").str.extract_groups(_LINE).struct.unnest()
     dumps: dict[int, dict] = {}
-    for d, key, value in zip(dump.tolist(), parts["key"], parts["value"], strict=True):
-        if key in _KEYS:
-            dumps.setdefault(d, {}).setdefault(key, _value(value))
+    where: dict[tuple[int, str], int] = {}  # (dump, key) -> its line
+    rows = zip(dump.tolist(), hit.get_column("line"), parts["key"], parts["value"], strict=True)
+    for d, line, key, value in rows:
+        if key in _KEYS and key not in dumps.setdefault(d, {}):
+            dumps[d][key] = _value(value)
+            where[d, key] = int(line)
+    dumps = {d: v for d, v in dumps.items() if v}
     if not dumps:
         return {}
     order = sorted(dumps)
     out: dict = {"arguments": dumps[order[0]]}
     seen = dict(dumps[order[0]])
     changes = []
-    line_of = banners.get_column("line").to_list() if banners.height else [None]
     for d in order[1:]:
         for key, value in dumps[d].items():
             if key in seen and seen[key] != value:
-                changes.append({"line": line_of[d], "key": key, "old": seen[key], "new": value})
+                changes.append({"line": where[d, key], "key": key, "old": seen[key], "new": value})
             seen[key] = value
     if changes:
         out["argument_changes"] = changes
