@@ -75,7 +75,7 @@ def calibrate(
     first = first_instability(run, start, end)
     if first is None:
         return Calibration(list(lrs), [], None, None)
-    real, missing = first[:2], uncarried(run, start, end, first[2])
+    real = first[:2]
     plans: list[SegmentPlan] = [
         plan_segment(run, start, end, steps=steps, warmup=warmup, peak_lr=lr) for lr in lrs
     ]
@@ -90,4 +90,5 @@ def calibrate(
         for lr, f in zip(lrs, fids, strict=True)
         if f.reproduced and f.small_steps and f.small_steps[0] is not None
     ]
+    missing = uncarried(run, start, end, first[2], plans[0].fp16 or cfg.train.fp16)
     return Calibration(list(lrs), fids, min(best)[1] if best else None, real, missing)

@@ -66,11 +66,14 @@ def first_instability(run: Run, start: int, end: int) -> tuple[int, str, list[st
     return min(hits) if hits else None
 
 
-def uncarried(run: Run, start: int, end: int, precursors: list[str]) -> list[str]:
-    """What the real run shows around its instability that the mapping does not carry."""
+def uncarried(
+    run: Run, start: int, end: int, precursors: list[str], fp16: bool = False
+) -> list[str]:
+    """What the real run shows around its instability that the mapping does not carry
+    (``fp16``: the small model emulates fp16, so a moving loss scale is carried)."""
     out = []
     m = run.metrics.filter(run.metrics["step"].is_between(start, end))
-    if "loss_scale" in m.columns:
+    if "loss_scale" in m.columns and not fp16:
         scale = m["loss_scale"].drop_nulls()
         if scale.len() and scale.min() < scale.max():
             out.append(
@@ -127,7 +130,7 @@ def check(seg: SegmentPlan, run: Run, outcomes: list[Outcome], recorded: str) ->
         got = "spikes elsewhere: small step " + ", ".join(f"{s} ({_pos(seg, s)})" for s in spiked)
     else:
         got = f"stays stable in {len(mine)}/{len(mine)} seed(s)"
-    missing = uncarried(run, seg.start, seg.end, precursors)
+    missing = uncarried(run, seg.start, seg.end, precursors, seg.fp16)
     why = f" ({'; '.join(missing)})" if missing else ""
     fid.lines += [
         f"fidelity: not reproduced: {where}; the small model under the recorded actions {got}{why}",

@@ -60,6 +60,7 @@ class SegmentPlan:
     actions: list[str] = field(default_factory=list)  # what was carried over, for people
     mapping: tuple[np.ndarray, np.ndarray] = field(default=None, repr=False)  # recorded->small
     peak_configured: bool = False  # the peak is the run's configured LR (its start-up dump)
+    fp16: bool = False  # the log shows a loss scale in the window: train in emulated fp16
     phase: str | None = None  # where A..B sits in the planned run, when the log says
 
     @property
@@ -142,6 +143,15 @@ def plan_segment(
     plan = SegmentPlan(start, end, steps, warmup, peak_lr, peak, [], mapping=mapping)
     plan.peak_configured = isinstance(configured, int | float) and configured > 0
     plan.phase = schedule_phase(run, start, end)
+    m = run.metrics
+    if "loss_scale" in m.columns and (
+        m.filter(pl.col("step").is_between(start, end)).get_column("loss_scale").drop_nulls().len()
+    ):
+        plan.fp16 = True
+        plan.actions.append(
+            "fp16: the log gives a loss scale, so the small model trains in emulated fp16 "
+            "(dynamic loss scale, fp16's range for gradients and attention scores)"
+        )
     if peak is None or peak <= 0:
         plan.actions.append(NO_LR)
     _legs(plan, run, rec)

@@ -113,7 +113,9 @@ def segment_jobs(
         raise UsageError(f"variant names must be unique (recorded, no_actions are taken): {dupes}")
     if seeds < 1:
         raise UsageError("--seeds must be >= 1")
-    cfg = replace(cfg, train=replace(cfg.train, lr=seg.peak_lr, steps=seg.total)).check()
+    fp16 = cfg.train.fp16 or seg.fp16
+    cfg = replace(cfg, train=replace(cfg.train, lr=seg.peak_lr, steps=seg.total, fp16=fp16))
+    cfg = cfg.check()
     todo = [(RECORDED, Plan()), (NO_ACTIONS, Plan())] + [(n, to_small(p, seg)) for n, p in variants]
     return [
         SegmentJob(

@@ -60,3 +60,19 @@ def test_same_lineage_only_and_disabled():
     assert p.precedes is None
     q = f("grad_norm_drift", 650, 640, 710, "q", only=True)
     assert link([q, spike], PrecursorConfig(enabled=False)) == [spike]
+
+
+def test_a_collapse_that_nothing_worse_follows_is_a_target_itself():
+    # fp16 run dying of its loss-scale collapse: the drift before it announced it
+    drift = f("attn_logit_drift", 150, 140, 300, "attn_logit_drift@140")
+    collapse = f("loss_scale_collapse", 221, 221, 299, "loss_scale_collapse@221")
+    link([drift, collapse], PrecursorConfig())
+    assert (drift.precedes, drift.lead_steps) == ("loss_scale_collapse@221", 71)
+    assert collapse.evidence["precursors"] == ["attn_logit_drift@140"]
+    # a collapse followed by a loss spike stays that spike's precursor, the drift too
+    drift = f("attn_logit_drift", 150, 140, 300, "attn_logit_drift@140")
+    collapse = f("loss_scale_collapse", 221, 221, 260, "loss_scale_collapse@221")
+    spike = f("loss_spike", 240, 240, 250, "loss_spike@240")
+    link([drift, collapse, spike], PrecursorConfig())
+    assert drift.precedes == "loss_spike@240" and collapse.precedes == "loss_spike@240"
+    assert "precursors" not in collapse.evidence

@@ -135,3 +135,18 @@ def test_not_reproduced_says_what_the_mapping_did_not_carry(seg):
         "stays stable in 1/1 seed(s) (its fp16 loss scale moved (65,536 -> 4,096), which is "
         "not emulated in the segment; it was preceded by loss_scale_collapse in the real run)"
     )
+
+
+def test_a_log_with_a_loss_scale_runs_the_small_model_in_emulated_fp16():
+    from replay.config import tiny
+    from replay.segment_run import segment_jobs
+
+    run = real_run(1500)
+    scale = np.where(np.arange(1000, 2000) < 1490, 65536.0, 4096.0)
+    run = Run(metrics=run.metrics.with_columns(pl.Series("loss_scale", scale)))
+    seg = plan_segment(run, 1000, 1999, steps=100, warmup=20, peak_lr=0.1)
+    assert seg.fp16 and seg.actions[-1].startswith("fp16: the log gives a loss scale")
+    jobs = segment_jobs(seg, tiny(), [], 1, None)
+    assert {j.config["train"]["fp16"] for j in jobs} == {True}
+    fid = check(seg, run, [outcome("recorded", 0, None)], "recorded")
+    assert "loss scale moved" not in fid.lines[0]  # carried: nothing to say

@@ -1,6 +1,9 @@
-"""Precursor linking: which earlier findings announced a loss spike or a divergence.
+"""Precursor linking: which earlier findings announced a loss spike, a divergence, or a
+loss-scale collapse that nothing worse follows.
 
-For each target (``loss_spike``, ``divergence``), a candidate finding (a grad-norm spike
+For each target (``loss_spike``, ``divergence``; a ``loss_scale_collapse`` with no loss
+spike or divergence starting within ``horizon_steps`` after its onset: an fp16 run whose
+every step overflows dies of the collapse itself), a candidate finding (a grad-norm spike
 or drift, an activation-norm, attention-logit or logz drift, a loss-scale drop or
 collapse) is its precursor when it fired (its ``step``, computed from earlier records
 only) before the target's onset and at most ``horizon_steps`` before it, and was still
@@ -51,10 +54,16 @@ def link(findings: list[Finding], cfg: PrecursorConfig, interval: int = 1) -> li
     if not cfg.enabled:
         return [f for f in findings if not f.evidence.get("precursor_only")]
     gap = max(cfg.max_gap_steps, 2 * interval)
-    targets = sorted(
-        (f for f in findings if f.kind in TARGETS and f.start_step is not None),
-        key=lambda f: (f.start_step, f.id or ""),
-    )
+    targets = [f for f in findings if f.kind in TARGETS and f.start_step is not None]
+    onsets = [t.start_step for t in targets]
+    targets += [
+        f
+        for f in findings
+        if f.kind == "loss_scale_collapse"
+        and f.start_step is not None
+        and not any(f.start_step <= o <= f.start_step + cfg.horizon_steps for o in onsets)
+    ]
+    targets.sort(key=lambda f: (f.start_step, f.id or ""))
     linked: dict[str, list[tuple[Finding, int]]] = {}
     for p in findings:
         if p.kind not in CANDIDATES or p.step is None:
@@ -63,7 +72,8 @@ def link(findings: list[Finding], cfg: PrecursorConfig, interval: int = 1) -> li
         for t in targets:
             onset = t.start_step
             if (
-                _lineage(t) == _lineage(p)
+                t is not p
+                and _lineage(t) == _lineage(p)
                 and p.step < onset <= p.step + cfg.horizon_steps
                 and end >= onset - gap
             ):
