@@ -310,6 +310,8 @@ def segment(
     seg = plan_segment(run, start, end, steps=steps, warmup=warmup, peak_lr=lr)
     cfg = _config(config, {"seed": seed}, {})
     default = ("half_lr=lr_scale:0.5", "clip_1=clip:1.0", "qk_norm=qk_norm")
+    if seg.fp16 or cfg.train.fp16:
+        default += ("bf16=bf16",)  # the switch BLOOM made
     from logbook.executor import wanted
 
     address = wanted(ray, ray_address, jobs is not None)
