@@ -1,13 +1,14 @@
 """Does the small model reproduce the real run's instability? The check that decides
 whether ``replay segment`` may give counterfactual verdicts at all.
 
-The real side: ``logbook detect`` on the real run; its first loss spike, divergence or
-non-finite loss (warning or critical) whose onset lies in the segment ``A..B``. The small
-side: the first spike after the warm-up in each ``recorded`` run (the recorded actions,
-nothing added). The instability is *reproduced* when, in at least half of the recorded
-seeds, the small model's spike comes within ``TOLERANCE`` (10%) of the segment's small
-steps of the real spike's mapped position. Only then are the variants' outcomes read as
-verdicts on the real run; otherwise the report says "not reproduced" and why.
+The real side: ``logbook detect`` on the real run; its first loss spike, divergence,
+non-finite loss or loss-scale collapse (warning or critical) whose onset lies in the
+segment ``A..B``. The small side: the first instability after the warm-up in each
+``recorded`` run (the recorded actions, nothing added). The instability is *reproduced*
+when, in at least half of the recorded seeds, the small model's comes within
+``TOLERANCE`` (10%) of the segment's small steps of the real one's mapped position. Only
+then are the variants' outcomes read as verdicts on the real run; otherwise the report
+says "not reproduced" and why.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from replay.experiment import Outcome
 from replay.segment import SegmentPlan
 
 TOLERANCE = 0.10  # of the segment's small steps
-INSTABILITY = ("loss_spike", "divergence", "nonfinite")
+INSTABILITY = ("loss_spike", "divergence", "nonfinite", "loss_scale_collapse")
 
 
 @dataclass
@@ -62,8 +63,11 @@ def first_instability(run: Run, start: int, end: int) -> tuple[int, str, list[st
         at = f.start_step if f.start_step is not None else f.step
         if at is not None and start <= at <= end:
             pre = [kinds.get(i, i) for i in f.evidence.get("precursors") or []]
-            hits.append((at, f.kind, sorted(set(pre))))
-    return min(hits) if hits else None
+            hits.append((at, INSTABILITY.index(f.kind), f.kind, sorted(set(pre))))
+    if not hits:
+        return None
+    at, _, kind, pre = min(hits)  # on one step, a spike before a collapse
+    return at, kind, pre
 
 
 def uncarried(
@@ -105,7 +109,8 @@ def check(seg: SegmentPlan, run: Run, outcomes: list[Outcome], recorded: str) ->
     real = first_instability(run, seg.start, seg.end)
     if real is None:
         fid.lines.append(
-            f"fidelity: the real run shows no loss spike, divergence or non-finite loss in "
+            f"fidelity: the real run shows no loss spike, divergence, non-finite loss or "
+            f"loss-scale collapse in "
             f"steps {seg.start}..{seg.end}: there is nothing to reproduce, and the lines "
             "below say only whether the small model stays stable under each variant"
         )

@@ -76,9 +76,9 @@ def test_a_real_segment_without_instability_has_nothing_to_reproduce(seg):
     fid = check(seg, real_run(None), [outcome("recorded", 0, None)], "recorded")
     assert fid.real_step is None and not fid.reproduced
     assert fid.lines == [
-        "fidelity: the real run shows no loss spike, divergence or non-finite loss in steps "
-        "1000..1999: there is nothing to reproduce, and the lines below say only whether the "
-        "small model stays stable under each variant"
+        "fidelity: the real run shows no loss spike, divergence, non-finite loss or loss-scale "
+        "collapse in steps 1000..1999: there is nothing to reproduce, and the lines below "
+        "say only whether the small model stays stable under each variant"
     ]
     text = render(seg, [outcome("recorded", 0, None)], ["real.log"], fid)
     assert "stable under the recorded actions: 0/1 seed(s) spiked" in text
@@ -131,9 +131,11 @@ def test_not_reproduced_says_what_the_mapping_did_not_carry(seg):
     scale = np.where(np.arange(1000, 2000) < 1490, 65536.0, 4096.0)
     run = Run(metrics=run.metrics.with_columns(pl.Series("loss_scale", scale)))
     fid = check(seg, run, [outcome("recorded", 0, None)], "recorded")
+    # the collapse at 1490 is the real instability now, before the spike at 1500
+    assert (fid.real_step, fid.real_kind) == (1490, "loss_scale_collapse")
     assert fid.lines[0].endswith(
         "stays stable in 1/1 seed(s) (its fp16 loss scale moved (65,536 -> 4,096), which is "
-        "not emulated in the segment; it was preceded by loss_scale_collapse in the real run)"
+        "not emulated in the segment)"
     )
 
 
