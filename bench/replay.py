@@ -219,9 +219,7 @@ def presets(args: list[str]) -> None:
     for p in PRESETS.values():
         if p.fix == "baseline":
             continue
-        cfg = ReplayConfig.from_dict(
-            {k: {**v, **p.settings.get(k, {})} for k, v in ReplayConfig().to_dict().items()}
-        )
+        cfg = ReplayConfig.from_dict(p.apply(ReplayConfig().to_dict()))
         root = out / p.name
         record(cfg, root, checkpoint_every=p.checkpoint_every)
         variants = [parse_variant("baseline=baseline"), parse_variant(f"fix={p.fix}")]

@@ -74,8 +74,8 @@ def _config(path: Path | None, train: dict, model: dict, data: dict | None = Non
     from replay.config import ReplayConfig
 
     base = ReplayConfig().to_dict()
-    for section, values in (preset.settings if preset else {}).items():
-        base[section].update(values)
+    if preset is not None:
+        base = preset.apply(base)
     if path is not None:
         try:
             given = json.loads(path.read_text())

@@ -10,7 +10,7 @@ variant is run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from logbook.run import Run
 from replay.config import ReplayConfig
@@ -79,10 +79,9 @@ def calibrate(
     plans: list[SegmentPlan] = [
         plan_segment(run, start, end, steps=steps, warmup=warmup, peak_lr=lr) for lr in lrs
     ]
-    jobs = []
-    for seg in plans:
-        todo = [j for j in segment_jobs(seg, cfg, [], 1, None) if j.variant == RECORDED]
-        jobs += [replace(j, out=None) for j in todo]
+    jobs = [
+        j for seg in plans for j in segment_jobs(seg, cfg, [], 1, None) if j.variant == RECORDED
+    ]
     outcomes = pool_map(run_segment_job, jobs, workers, ray=ray)
     fids = [check(seg, run, [o], RECORDED) for seg, o in zip(plans, outcomes, strict=True)]
     best = [

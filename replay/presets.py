@@ -23,6 +23,10 @@ class Preset:
     fix_from: int = 0  # the checkpoint step the fix is tried from
     checkpoint_every: int = 50
 
+    def apply(self, config: dict) -> dict:
+        """``config`` (a ``ReplayConfig.to_dict()``) with this preset's settings over it."""
+        return {k: {**v, **self.settings.get(k, {})} for k, v in config.items()}
+
 
 PRESETS: dict[str, Preset] = {
     p.name: p

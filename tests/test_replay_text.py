@@ -88,11 +88,7 @@ def test_presets_name_their_settings_and_fix():
 
 
 def _preset_config(name: str) -> ReplayConfig:
-    cfg = ReplayConfig()
-    for section, values in preset(name).settings.items():
-        for key, value in values.items():
-            setattr(getattr(cfg, section), key, value)
-    return cfg
+    return ReplayConfig.from_dict(preset(name).apply(ReplayConfig().to_dict()))
 
 
 def test_the_data_spike_preset_spikes_from_a_trained_state_and_skipping_saves_it():
