@@ -28,14 +28,30 @@ SNIFF_MAX = 20
 STREAMS = True  # each line read on its own: a large file is read in blocks
 
 
+# A log that prints no loss at all (accuracy and speed only, a benchmark's throughput
+# lines): a step and any named value make its records.
+NO_LOSS = reader.Spec(any_value=True)
+
+
 def sniff(head: list[str]) -> int:
-    """20 with two or more records of a repeated shape, 10 with one, 1 with no record but
-    crash evidence (a job that died before its first record: its log is read for the
-    crash)."""
+    """20 with two or more records of a repeated shape, 10 with one, 5 with two or more
+    records of a step and named values but no loss, 1 with no record but crash evidence
+    (a job that died before its first record: its log is read for the crash)."""
     n = reader.sniff_records(head)
     if n:
         return 20 if n >= 2 else 10
+    if reader.sniff_records(head, NO_LOSS) >= 2:
+        return 5
     return 1 if any(_CRASH.search(line) for line in head) else 0
+
+
+def _series(metrics: pl.DataFrame) -> bool:
+    """Records of a log without a loss that make a series: three or more, their steps
+    going forward (numbers of any other lines, a traceback's ``line 8``, go any way)."""
+    if metrics.height < 3 or "step" not in metrics.columns:
+        return False
+    steps = metrics.get_column("step")
+    return steps.null_count() == 0 and bool((steps.diff().drop_nulls() > 0).all())
 
 
 _CRASH = re.compile(f"{events.TRACEBACK_START}|{events.CRASH_ANY}")
@@ -43,6 +59,13 @@ _CRASH = re.compile(f"{events.TRACEBACK_START}|{events.CRASH_ANY}")
 
 def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:
     parsed = reader.read(lines, name)
+    if not parsed.metrics.height:
+        again = reader.read(lines, name, NO_LOSS)
+        if _series(again.metrics):
+            parsed = again
+            parsed.meta.setdefault("caveats", []).append(
+                "no loss in this log: a record is a step with the other values it prints"
+            )
     mapping = parsed.meta.get("columns_from", {})
     if mapping:
         told = ", ".join(f"{k!s}->{c}" for c, k in mapping.items())

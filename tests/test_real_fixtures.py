@@ -65,12 +65,6 @@ KNOWN_GAPS = {
     "lightning/stanton_pl_regression_lr_finder_negative_its_esc_a": (
         "a bar redrawn at 0% of each epoch repeats the last epoch's loss"
     ),
-    "maxtext/v7_benchmark_guide_no_loss_field_truncated_lines": (
-        "records without a loss (a benchmark's throughput lines, cut by hand)"
-    ),
-    "text/mxnet_issue1217_resumed_imagenet_speedometer_accuracy_only_no_loss": (
-        "records without a loss (speed and accuracy only)"
-    ),
     "hf_trainer/chinese_vicuna_issue147_33b_dicts_eval_bar_glued_rich_traceback_box": (
         "labelled 1..2 (no step printed); read at the one bar position printed after both"
     ),

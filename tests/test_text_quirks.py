@@ -1367,3 +1367,41 @@ def test_a_kill_or_a_rich_traceback_glued_onto_the_last_bar_ends_the_run(tmp_pat
     (run,) = _runs(tmp_path, dicts + box, "y.log")
     (crash,) = [f for f in detect(run) if f.kind == "crash"]
     assert (crash.severity, crash.evidence["cause"]) == ("critical", "exception")
+
+
+def test_a_log_without_any_loss_is_read_from_its_steps_and_values(tmp_path):
+    text = (
+        "completed step: 0, seconds: 46.218, TFLOP/s/device: 156.914\n"
+        "completed step: 1, seconds: 10.315, TFLOP/s/device: 703.074\n"
+        "completed step: 2, seconds: 10.106, TFLOP/s/device: 717.539\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.meta.format == "text"
+    assert _steps(run) == [0, 1, 2]
+    assert run.metrics.get_column("step_time_s").to_list() == [46.218, 10.315, 10.106]
+    assert any(c.startswith("no loss in this log") for c in run.meta.caveats)
+
+
+def test_numbers_of_other_lines_without_a_loss_make_no_records(tmp_path):
+    # a traceback's line numbers go any way: no series, no records
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/a.py", line 80, in <module>\n'
+        '  File "/opt/b.py", line 12, in train\n'
+        '  File "/opt/c.py", line 431, in step\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.height == 0
+    assert [e.kind for e in run.events] == ["hardware_failure"]
+
+
+def test_a_bracketed_batch_after_the_epoch_is_the_step(tmp_path):
+    # MXNet's Speedometer; ``batch 32`` elsewhere stays a size
+    text = "".join(
+        f"Node[0] Epoch[2] Batch [{b}]\tSpeed: 61.70 samples/sec\tTrain-accuracy=0.41{b}\n"
+        for b in (50, 100, 150)
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [50, 100, 150]
+    assert run.metrics.get_column("epoch").to_list() == [2.0, 2.0, 2.0]

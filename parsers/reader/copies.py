@@ -49,8 +49,12 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     # a file written twice over: a copy may differ in the loss's last digit (0.8548,
     # then 0.8547); looked for among all records (the neighbours tell a rerun)
     ks = range(1, NEAR_ROWS + 1)
-    near = rows.select(pl.any_horizontal(_near(k, by, NEAR, timed) for k in ks)).to_series()
-    twice = near.sum() * 3 >= m.height  # (else a rerun of one config, not copies)
+    # (a near repeat repeats a step: with fewer repeated steps than a third of the
+    # records, the file was not written twice over, and nothing more is looked at)
+    twice = int(dup.sum()) * 3 >= m.height
+    if twice:
+        near = rows.select(pl.any_horizontal(_near(k, by, NEAR, timed) for k in ks))
+        twice = near.to_series().sum() * 3 >= m.height  # (else a rerun, not copies)
     if twice:
         near = rows.select(pl.any_horizontal(_near(k, by, WRITTEN_TWICE, timed) for k in ks))
         rows = rows.with_columns(near.to_series().alias("_near"))

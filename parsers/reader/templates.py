@@ -221,6 +221,7 @@ def template(
     t = Template(shape=shape, kind=None, fields=fields, dict_line=bool(_DICT.search(example)))
     _one_step(t)
     _epoch_before_position(t)
+    _batch_in_epoch(t)
     _dedupe(t)
     _unnamed_loss(t, example)
     _lettered_total(t)
@@ -266,6 +267,16 @@ def _epoch_before_position(t: Template) -> None:
         phase = f.key is not None and aliases.norm(f.key).split("_")[-1] in _PHASE_WORDS
         if phase and f.role in ("step", "value") and g.role == "total" and h.role == "position":
             f.role, f.column = "epoch", "epoch"
+
+
+def _batch_in_epoch(t: Template) -> None:
+    """``Epoch[2] Batch [50]`` (MXNet's Speedometer): a bracketed batch number right after
+    the epoch is its step, counted within that epoch (``batch 32`` elsewhere is a size)."""
+    for f, g in zip(t.fields, t.fields[1:], strict=False):
+        bracketed = g.pre.rstrip().endswith("[")
+        batch = aliases.norm(g.key or "") == "batch"
+        if f.role == "epoch" and g.role == "value" and bracketed and batch:
+            g.role, g.column = "step", "step"
 
 
 def _one_step(t: Template) -> None:
