@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import polars as pl
 import pytest
 from _rows import assert_lines_accounted, file_rows
 
@@ -31,7 +32,7 @@ def runs_of(log: Path, monkeypatch):
 
 
 def test_fixtures_are_there():
-    assert len(LOGS) == 15
+    assert len(LOGS) == 16
     assert {p.name for p in LOGS} == set(FACTS)
 
 
@@ -109,8 +110,8 @@ FACTS = {
         [10, 20, 30],
         [2.3115, 2.2011, 2.1234],
         {},
-        0,
-        [1, 2, 3, 4, 5, 6],
+        6,
+        [],
     ),
     "validation.log": ("text", [10, 20, 30, 40], [2.5, 2.4, 2.3, 2.2], {"validation": 2}, 0, []),
     "crash_restart.log": (
@@ -129,6 +130,14 @@ FACTS = {
         [0.4012, 0.39, 0.3412, 0.3311, 0.3311, 0.329, 0.329],
         {"lr_change": 2},
         1,
+        [],
+    ),
+    "hf_relaunch_training_arguments.log": (
+        "hf-trainer-log",
+        [10, 20, 30, 40, 50, 60, 70, 60, 70, 80, 90, 100, 110],
+        [2.9, 2.8, 2.7, 2.6, 2.5, 2.4, 2.3, 2.4, 2.3, 2.2, 2.1, 2.0, 1.9],
+        {"lr_change": 1, "hardware_failure": 1, "restart": 2},
+        32,
         [],
     ),
 }
@@ -266,3 +275,23 @@ def test_two_appended_runs(monkeypatch):
         "run 2 of 2 in this input",
     ]
     assert [(r.meta.parse[0].first_line, r.meta.parse[0].lines) for r in runs] == [(1, 3), (4, 4)]
+
+
+def test_a_relaunch_with_another_lr_in_its_training_arguments(monkeypatch):
+    run = runs_of(FIXTURES / "hf_relaunch_training_arguments.log", monkeypatch)[0]
+    assert run.meta.model_extra["arguments"] == {
+        "micro_batch_size": 8,
+        "lr": 5e-05,
+        "lr_decay_style": "linear",
+        "lr_warmup_iters": 0,
+        "bf16": False,
+        "clip_grad": 1.0,
+        "gradient_accumulation_steps": 1,
+        "seed": 42,
+        "weight_decay": 0.0,
+    }
+    (change,) = run.events_of("lr_change")
+    assert (change.step, change.segment, change.old, change.new) == (60, 1, 5e-05, 2.5e-05)
+    assert (change.manual, change.source.line) == (True, 31)
+    # the records after the resume go on from the step it states, every logging_steps
+    assert run.metrics.filter(pl.col("segment") == 1).get_column("step").to_list()[0] == 60

@@ -1405,3 +1405,26 @@ def test_a_bracketed_batch_after_the_epoch_is_the_step(tmp_path):
     (run,) = _runs(tmp_path, text)
     assert _steps(run) == [50, 100, 150]
     assert run.metrics.get_column("epoch").to_list() == [2.0, 2.0, 2.0]
+
+
+def test_training_arguments_on_one_line_are_read_and_ignored(tmp_path):
+    # transformers 3 printed the dataclass on one line
+    head = (
+        "Training/evaluation parameters TrainingArguments(output_dir='out', "
+        "learning_rate=3e-05, max_steps=-1, warmup_steps=500, fp16=True, seed=7)\n"
+    )
+    dicts = "".join(
+        f"{{'loss': {x}, 'learning_rate': 3e-05, 'epoch': 0.{i}}}\n"
+        for i, x in enumerate((2.5, 2.4, 2.3), 1)
+    )
+    (run,) = _runs(tmp_path, head + dicts)
+    assert run.meta.model_extra["arguments"] == {
+        "lr": 3e-05,
+        "train_iters": -1,
+        "lr_warmup_iters": 500,
+        "fp16": True,
+        "seed": 7,
+    }
+    (st,) = run.meta.parse
+    assert (st.records, st.ignored, st.unrecognized) == (3, 1, 0)
+    assert run.events_of("lr_change") == []  # one launch: nothing changed

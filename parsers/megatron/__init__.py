@@ -24,7 +24,7 @@ import polars as pl
 
 from logbook.parsed import Parsed
 from logbook.schema import EventBase, Nonfinite, Source
-from parsers.megatron.arguments import change_events, read_arguments
+from parsers.megatron.arguments import read_arguments
 from parsers.megatron.events import build_events, read_items
 from parsers.megatron.lines import (
     EVENT,
@@ -47,6 +47,7 @@ from parsers.megatron.records import (
 )
 from parsers.megatron.scale import scale_fall_events
 from parsers.reader import Spec
+from parsers.settings import change_events
 
 NAME = "megatron"
 DESCRIPTION = "Megatron-LM, Megatron-DeepSpeed and GPT-NeoX training stdout"
@@ -145,7 +146,9 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     if args.get("argument_changes"):
         steps = kept.get_column("step").fill_null(-1).to_numpy()
         lines_kept = kept.get_column("line").to_numpy()
-        changed = change_events(args["argument_changes"], lines_kept, steps, name)
+        changed = change_events(
+            args["argument_changes"], lines_kept, steps, name, "start-up arguments of a relaunch"
+        )
         events += changed
         cited = len({e.source.line for e in changed if e.source is not None})
         counts["ignored"] -= cited  # those lines are event lines now

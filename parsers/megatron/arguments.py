@@ -19,10 +19,10 @@ ignored.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import polars as pl
+
+from parsers.settings import changes_between, typed_value
 
 KEYS = (
     "lr", "min_lr", "lr_decay_style", "lr_warmup_iters", "lr_warmup_fraction",
@@ -37,7 +37,6 @@ _START = "-- arguments --"
 _END = "-- end of arguments --"
 _KEYS = frozenset(KEYS)
 LOOSE = 2000
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def read_arguments(lines: pl.DataFrame) -> dict:
@@ -66,65 +65,6 @@ def read_arguments(lines: pl.DataFrame) -> dict:
     rows = zip(dump.tolist(), hit.get_column("line"), parts["key"], parts["value"], strict=True)
     for d, line, key, value in rows:
         if key in _KEYS and key not in dumps.setdefault(d, {}):
-            dumps[d][key] = _value(value)
+            dumps[d][key] = typed_value(value)
             where[d, key] = int(line)
-    dumps = {d: v for d, v in dumps.items() if v}
-    if not dumps:
-        return {}
-    order = sorted(dumps)
-    out: dict = {"arguments": dumps[order[0]]}
-    seen = dict(dumps[order[0]])
-    changes = []
-    for d in order[1:]:
-        for key, value in dumps[d].items():
-            if key in seen and seen[key] != value:
-                changes.append({"line": where[d, key], "key": key, "old": seen[key], "new": value})
-            seen[key] = value
-    if changes:
-        out["argument_changes"] = changes
-    return out
-
-
-def _value(raw: str) -> str | int | float | bool | None:
-    if raw in ("True", "False"):
-        return raw == "True"
-    if raw == "None":
-        return None
-    if _NUMBER.fullmatch(raw):
-        number = float(raw)
-        whole = number.is_integer() and not any(c in raw for c in ".eE")
-        return int(raw) if whole else number
-    return raw
-
-
-def change_events(changes: list[dict], rec_lines: np.ndarray, rec_steps: np.ndarray, name: str):
-    """A relaunch's changed arguments as events at the step of the first record after its
-    dump: the LR as a manual ``lr_change``, the rest as ``config_change`` (none for a
-    dump with no record after it)."""
-    from logbook.schema import ConfigChange, LrChange, Source
-
-    out = []
-    for c in changes:
-        if c["line"] is None:
-            continue
-        rc = int(np.searchsorted(rec_lines, c["line"]))
-        if rc >= rec_lines.size or rec_steps[rc] < 0:
-            continue
-        step, src = int(rec_steps[rc]), Source(file=name, line=c["line"])
-        old, new = c["old"], c["new"]
-        text = f"{c['key']}: {old} -> {new} (start-up arguments of a relaunch)"
-        if c["key"] == "lr" and isinstance(old, int | float) and isinstance(new, int | float):
-            out.append(LrChange(step=step, old=old, new=new, manual=True, source=src, text=text))
-        else:
-            out.append(
-                ConfigChange(
-                    step=step, key=c["key"], old=_plain(old), new=_plain(new), source=src, text=text
-                )  # fmt: skip
-            )
-    return out
-
-
-def _plain(v: object) -> str | float | None:
-    if v is None:
-        return None
-    return v if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
+    return changes_between(dumps, where)

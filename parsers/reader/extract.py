@@ -12,6 +12,7 @@ from logbook.blocks import LineBlocks
 from logbook.parsed import Parsed
 from logbook.schema import EventBase, HardwareFailure, OverflowSkip, Source, Validation
 from parsers.reader import Spec, events
+from parsers.reader.dumps import read_dumps
 from parsers.reader.numbers import NUMBER_RE
 from parsers.reader.passes import two_passes
 from parsers.reader.records import (
@@ -24,9 +25,12 @@ from parsers.reader.records import (
 )
 from parsers.reader.shapes import prepared, templates_of, with_kinds
 from parsers.reader.templates import Template
+from parsers.settings import change_events
 
 # collector comments, elisions, a paste's markdown fences
 COMMENT = r"^#(?:\s|$|-{3,})|^\[\.\.\.\]$|^\(\.\.\.\)$|^\.\.\.$|^(?:```|~~~)[\w+.-]*$"
+# a banner between stars: the Trainer's ``***** Running training *****``
+BANNER = r"(?:^|\s)\*{3,} [^*]+ \*{3,}\s*$"
 _EVAL_PREFIXES = ("eval_", "val_", "valid_", "validation_", "test_")
 
 
@@ -69,7 +73,7 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
         meta["caveats"] = caveats
     if records.height and records.get_column("step").null_count() == records.height:
         stated = stated if isinstance(lines, LineBlocks) else logging_steps(df)
-        records, twins = numbered(records, stated, meta)
+        records, twins = numbered(records, stated, meta, _resumes(df, maybe))
         copies += twins
     # the lines copies stood on are ignored, unless a kept record shares one (records
     # glued onto one line)
@@ -78,9 +82,21 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
     taken = pl.concat([found, continued])
     df = df.with_columns(pl.col("line").is_in(taken.implode()).alias("taken"))
     evs, event_lines = _events(df, temps, records, name, maybe)
+    settings, echo = read_dumps(df)
+    if echo:  # (a settings echo is no event: ``Training/evaluation parameters ...(``)
+        spanned = set(echo)
+        evs = [e for e in evs if not (e.source and e.source.line in spanned)]
+        event_lines = event_lines.filter(~event_lines.is_in(pl.Series(echo).implode()))
+    if settings:
+        meta.update(settings)
+        changed = _setting_changes(settings, records, name)
+        evs = sorted([*evs, *changed], key=lambda e: e.source.line if e.source else 0)
+        cited = pl.Series("line", [e.source.line for e in changed if e.source], pl.Int64)
+        event_lines = pl.concat([event_lines.cast(pl.Int64), cited])
     # a line is used when one of its drawn states is; else unrecognized when one is
     free = df.filter(~pl.col("taken") & ~pl.col("line").is_in(event_lines.implode()))
-    free = free.with_columns(_ignored().alias("ign"))
+    echoed = pl.col("line").is_in(pl.Series(echo, dtype=pl.Int64).implode())
+    free = free.with_columns((_ignored() | echoed).alias("ign"))
     free = free.group_by("line", maintain_order=True).agg(pl.col("ign").all())
     n_ignored = int(free.get_column("ign").sum())
     unrec = free.filter(~pl.col("ign")).get_column("line")
@@ -97,6 +113,30 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
     return Parsed(
         metrics=metrics, events=evs, meta=meta, unrecognized=unrec, ignored=n_ignored + freed
     )
+
+
+def _resumes(df: pl.DataFrame, maybe: pl.Series) -> list[tuple[int, int]]:
+    """(line, step) of each resume that states the step it goes on from."""
+    cand = df.filter(pl.col("line").is_in(maybe.implode()) & pl.col("body").str.contains(events.RESUME))
+    out = []
+    for line, s in cand.select("line", "body").iter_rows():
+        ev = events.read_event(s, line, "")
+        if ev is not None and ev.kind == "restart" and ev.resume_step is not None:
+            out.append((line, ev.resume_step))
+    return out
+
+
+def _setting_changes(settings: dict, records: pl.DataFrame, name: str) -> list[EventBase]:
+    """Events of the settings a relaunch's echo changed (see :mod:`parsers.settings`)."""
+    changes = settings.get("argument_changes") or []
+    if not changes or not records.height:
+        return []
+    rec_lines = records.get_column("line").to_numpy()
+    rec_steps = records.get_column("step").cast(pl.Float64).to_numpy()
+    out = change_events(changes, rec_lines, rec_steps, name, "training arguments of a relaunch")
+    for e in out:  # (the launch's first record gives the step and segment when stitched)
+        e.step = None
+    return out
 
 
 def _events(
@@ -337,6 +377,7 @@ def _ignored() -> pl.Expr:
     s = pl.col("body")
     body = pl.col("indented") | s.str.contains(events.TRACEBACK_BODY)
     mask = (s == "") | s.str.contains(COMMENT) | (pl.col("kind") == "summary").fill_null(False)
+    mask = mask | s.str.contains(BANNER)
     mask = mask | (body & pl.col("kind").is_null())
     return mask
 

@@ -384,11 +384,18 @@ def logging_steps(df: pl.DataFrame) -> str | None:
     return df.select(pl.col("body").str.extract(_LOGGING_STEPS, 1).drop_nulls().first()).item()
 
 
-def numbered(records: pl.DataFrame, stated: str | None, meta: dict) -> tuple[pl.DataFrame, int]:
+def numbered(
+    records: pl.DataFrame,
+    stated: str | None,
+    meta: dict,
+    resumes: list[tuple[int, int]] = (),  # type: ignore[assignment]
+) -> tuple[pl.DataFrame, int]:
     """Records without a printed step: numbered in order, times ``logging_steps`` (as
     ``stated``: see :func:`logging_steps`); a record that a second logger prints again
     (the same epoch, the same loss to its rounding, right after) is one record (the
-    fuller print kept). Returns the records and how many prints were such twins."""
+    fuller print kept). The records after a resume that states its step (``resumes``:
+    (line, step) of each: ``Continuing training from global step 50``) go on from that
+    step. Returns the records and how many prints were such twins."""
     records, twins = _twins(records)
     every = int(stated) if stated is not None and len(stated) < 10 else 1
     meta.setdefault("caveats", []).append(
@@ -402,9 +409,15 @@ def numbered(records: pl.DataFrame, stated: str | None, meta: dict) -> tuple[pl.
     if "epoch" in records.columns and records.height > 1:
         epoch = records.get_column("epoch").cast(pl.Float64).fill_nan(None).forward_fill()
         starts[1:] = (epoch.diff() < 0).fill_null(False).to_numpy()[1:]
+    first_number = np.ones(records.height, dtype=np.int64)
+    rec_lines = records.get_column("line").to_numpy()
+    for line, step in resumes:
+        i = int(np.searchsorted(rec_lines, line, side="right"))
+        if i < records.height:  # (the first log after it: the next multiple of the interval)
+            starts[i], first_number[i] = True, step // every + 1
     run = np.cumsum(starts)
     first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
-    number = np.arange(records.height) - first[run] + 1
+    number = np.arange(records.height) - first[run] + first_number[first[run]]
     return records.with_columns(pl.Series("step", number * every, pl.Int64)), twins
 
 
