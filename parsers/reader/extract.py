@@ -117,7 +117,8 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
 
 def _resumes(df: pl.DataFrame, maybe: pl.Series) -> list[tuple[int, int]]:
     """(line, step) of each resume that states the step it goes on from."""
-    cand = df.filter(pl.col("line").is_in(maybe.implode()) & pl.col("body").str.contains(events.RESUME))
+    said = pl.col("body").str.contains(events.RESUME)
+    cand = df.filter(pl.col("line").is_in(maybe.implode()) & said)
     out = []
     for line, s in cand.select("line", "body").iter_rows():
         ev = events.read_event(s, line, "")
