@@ -67,6 +67,7 @@ _REGISTRY: dict[str, tuple[str, int, bool]] = {
     "hf-trainer-table": ("trainer_table", 70, False),
     "csv": ("table", 60, True),
     "lightning-bar": ("lightning_bar", 50, False),
+    "epoch-table": ("epoch_table", 45, False),
     "text": ("text", 20, False),
 }
 

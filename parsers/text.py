@@ -35,12 +35,15 @@ NO_LOSS = reader.Spec(any_value=True)
 
 def sniff(head: list[str]) -> int:
     """20 with two or more records of a repeated shape, 10 with one, 5 with two or more
-    records of a step and named values but no loss, 1 with no record but crash evidence
-    (a job that died before its first record: its log is read for the crash)."""
+    records of a step and named values but no loss or behind comment marks (a log
+    pasted into a script), 1 with no record but crash evidence (a job that died before
+    its first record: its log is read for the crash)."""
     n = reader.sniff_records(head)
     if n:
         return 20 if n >= 2 else 10
     if reader.sniff_records(head, NO_LOSS) >= 2:
+        return 5
+    if _commented(head) and reader.sniff_records(_uncommented(head)) >= 2:
         return 5
     return 1 if any(_CRASH.search(line) for line in head) else 0
 
@@ -54,11 +57,36 @@ def _series(metrics: pl.DataFrame) -> bool:
     return steps.null_count() == 0 and bool((steps.diff().drop_nulls() > 0).all())
 
 
+# A log pasted into a script or a config as comments: every line behind ``# ``.
+_COMMENT_MARK = r"^#[ \t]?"
+_COMMENTED = 0.8  # share of the non-blank lines that must be comments
+
+
+def _commented(head: list[str]) -> bool:
+    lines = [h for h in head if h.strip()]
+    marked = sum(h.startswith("#") for h in lines)
+    return len(lines) >= 3 and marked >= _COMMENTED * len(lines)
+
+
+def _uncommented(head: list[str]) -> list[str]:
+    return [re.sub(_COMMENT_MARK, "", h) for h in head]
+
+
 _CRASH = re.compile(f"{events.TRACEBACK_START}|{events.CRASH_ANY}")
 
 
 def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:
     parsed = reader.read(lines, name)
+    if not parsed.metrics.height and isinstance(lines, pl.DataFrame):
+        texts = lines.get_column("text")
+        if _commented(texts.head(5000).to_list()):
+            bare = lines.with_columns(texts.str.replace(_COMMENT_MARK, ""))
+            again = reader.read(bare, name)
+            if again.metrics.height:
+                parsed = again
+                parsed.meta.setdefault("caveats", []).append(
+                    "a log in comments: each line's leading '#' taken off"
+                )
     if not parsed.metrics.height:
         again = reader.read(lines, name, NO_LOSS)
         if _series(again.metrics):

@@ -1428,3 +1428,29 @@ def test_training_arguments_on_one_line_are_read_and_ignored(tmp_path):
     (st,) = run.meta.parse
     assert (st.records, st.ignored, st.unrecognized) == (3, 1, 0)
     assert run.events_of("lr_change") == []  # one launch: nothing changed
+
+
+def test_a_log_in_comments_is_read_behind_its_marks(tmp_path):
+    # a trainer's output pasted into a shell script as its expected output
+    text = "".join(
+        f"# completed step: {s}, seconds: 1.5, TFLOP/s/device: 80.1, loss: {9.0 - s / 10}\n"
+        for s in range(4)
+    )
+    (run,) = _runs(tmp_path, "#!/bin/bash\n# expected output:\n" + text)
+    assert _steps(run) == [0, 1, 2, 3]
+    assert run.metrics.get_column("loss").to_list() == [9.0, 8.9, 8.8, 8.7]
+    assert "a log in comments: each line's leading '#' taken off" in run.meta.caveats
+
+
+def test_step_keys_of_jax_trainers(tmp_path):
+    pax = "".join(f"[PAX STATUS] step_i: {s}, training loss: 6.{s}\n" for s in (100, 200, 300))
+    (run,) = _runs(tmp_path, pax, "pax.log")
+    assert _steps(run) == [100, 200, 300]
+    flax = "".join(
+        f"I0325 14:00:22.976243 130295 train.py:652] Finished training step {s}. "
+        f"Batch size: 512, Loss: 10.9{s}, LR: 0.00000\n"
+        for s in (0, 1, 2)
+    )
+    (run,) = _runs(tmp_path, flax, "flax.log")
+    assert _steps(run) == [0, 1, 2]
+    assert run.metrics.get_column("loss").to_list() == [10.9, 10.91, 10.92]

@@ -45,6 +45,7 @@ ALIASES: dict[str, str] = {
     "global_iteration": STEP,
     "n_iter": STEP,
     "step_train": STEP,
+    "step_i": STEP,  # paxml: ``[PAX STATUS] step_i: 100, training loss: 6.52``
     # losses
     "loss": "loss",
     "loss_train": "loss",  # LitGPT: ``loss train: 2.846, val: 2.861``
@@ -175,6 +176,7 @@ def norm(key: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
 
 
+_DONE_STEP = re.compile(r"^(?:finished|completed|done|ended)_(?:training_|train_)?(?:step|iteration)$")
 _LOSS_PER = re.compile(r"^(?:train(?:ing)?_)?loss_(?:per|over|for|of_last)_")
 
 
@@ -189,6 +191,8 @@ def canonical(key: str, extra: dict[str, str] | None = None) -> str | None:
             return ALIASES[k[len(ns) :]]
     if _LOSS_PER.match(k):  # ``Training loss per 100 training steps: 0.419``
         return "loss"
+    if _DONE_STEP.match(k):  # Flax's examples: ``Finished training step 0. Loss: 10.97``
+        return STEP
     return None
 
 

@@ -122,8 +122,9 @@ ANY = "|".join(
 # (also glued onto a progress bar's last state: ``0/30 [00:00<?, ?it/s]Traceback ...``)
 # (rich's boxed traceback too: ``╭──── Traceback (most recent call last) ────╮``)
 TRACEBACK_START = r"(?:^|[\]|\u2500\u256d]\s*)Traceback \(most recent call last\)"
-# begun after a progress bar, on its line (``...loss=nan][rank0]: Traceback (most ...``)
-TRACEBACK_GLUED = r"[\]|](?:\s*\[rank\d+\]:)?\s*Traceback \(most recent call last\)"
+# begun after a progress bar, on its line (``...loss=nan][rank0]: Traceback (most ...``,
+# Keras' ``- mse: nanTraceback (most ...``)
+TRACEBACK_GLUED = r"[\]|\w](?:\s*\[rank\d+\]:)?\s*Traceback \(most recent call last\)"
 TRACEBACK_REACH = 200  # lines after a traceback's first line its exception may come
 # any crash evidence (one vectorized test; the cause is told by ``read_event``)
 CRASH_ANY = "|".join(f"(?:{p})" for _, p in CRASH_CAUSES)
