@@ -139,7 +139,7 @@ def _headless(texts: list[str], tables: list) -> list[tuple[list[str], list]]:
     runs of ``_MIN_ROWS`` rows or more, read with the first such header."""
     taken = {at for _, rows in tables for at, _ in rows}
     heads = {}
-    for cells, rows in tables:
+    for cells, _ in tables:
         heads.setdefault(len(cells), cells)
     out = []
     run: list[tuple[int, list[str]]] = []

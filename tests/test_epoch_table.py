@@ -73,9 +73,14 @@ def test_yolo_rows_count_the_batches_of_the_epochs_before(tmp_path):
 def test_rows_without_their_header_are_read_with_the_tables_header(tmp_path):
     # an excerpt that starts inside a table, then another fit's table with its header
     before = "".join(f"{e}         2.{9 - e}12496    2.877055    0.468569\n\n" for e in (3, 4, 5))
-    text = before + "Total time: 15:49:20\n" + FASTAI.replace("  time", "").replace(
-        "  00:05", ""
-    ).replace("  01:02:57", "").replace("  00:04", "")
+    text = (
+        before
+        + "Total time: 15:49:20\n"
+        + FASTAI.replace("  time", "")
+        .replace("  00:05", "")
+        .replace("  01:02:57", "")
+        .replace("  00:04", "")
+    )
     runs = _runs(tmp_path, text)
     assert [r.metrics.get_column("step").to_list() for r in runs] == [[3, 4, 5], [0, 1, 2]]
 

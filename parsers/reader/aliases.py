@@ -176,7 +176,9 @@ def norm(key: str) -> str:
     return re.sub(r"[^0-9a-z]+", "_", key.lower()).strip("_")
 
 
-_DONE_STEP = re.compile(r"^(?:finished|completed|done|ended)_(?:training_|train_)?(?:step|iteration)$")
+_DONE_STEP = re.compile(
+    r"^(?:finished|completed|done|ended)_(?:training_|train_)?(?:step|iteration)$"
+)
 _LOSS_PER = re.compile(r"^(?:train(?:ing)?_)?loss_(?:per|over|for|of_last)_")
 
 
