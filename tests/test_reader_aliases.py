@@ -86,3 +86,30 @@ def test_rwkv_bars_step_on_their_one_letter_s_key():
     assert m.get_column("prog_pct").to_list()[-1] == 100.0
     (stats,) = run.meta.parse
     assert (stats.lines, stats.record_lines, stats.ignored, stats.unrecognized) == (7, 5, 2, 0)
+
+
+@pytest.mark.parametrize(
+    ("key", "column"),
+    [
+        ("actor/grad_norm", "grad_norm"),
+        ("actor/lr", "lr"),
+        ("policy/grad_norm", "grad_norm"),
+        ("critic/grad_norm", None),  # (the value model's: not the run's own)
+        ("step_i", "step"),
+        ("Finished training step", "step"),
+        ("completed_iteration", "step"),
+    ],
+)
+def test_keys_of_rlhf_and_jax_trainers(key, column):
+    assert canonical(key) == column
+
+
+def test_a_policys_nan_grad_norm_reaches_the_detector(tmp_path):
+    text = "".join(
+        f"(main_task pid=1234) step:{s} - actor/pg_loss:0.01 - actor/grad_norm:{g} - "
+        "actor/lr:1e-06 - critic/score/mean:0.117\n"
+        for s, g in ((1, "0.291"), (2, "0.305"), (3, "nan"))
+    )
+    run = _run(tmp_path, text, "verl.log")
+    assert run.metrics.get_column("lr").to_list() == [1e-06] * 3
+    assert [(e.step, e.metric) for e in run.events_of("nonfinite")] == [(3, "grad_norm")]

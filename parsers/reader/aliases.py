@@ -154,6 +154,8 @@ NAMESPACES = (
     "metrics_",
     "model_",
     "stats_",
+    "actor_",  # RLHF trainers (verl, OpenRLHF): the policy's own ``actor/grad_norm``, ``actor/lr``
+    "policy_",
 )
 
 
