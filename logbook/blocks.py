@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -48,12 +48,24 @@ class LineBlocks:
     the same blocks from the start). ``stats`` covers the whole file once one pass
     has ended."""
 
-    def __init__(self, path: str | Path, block_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        block_bytes: int | None = None,
+        transform: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+    ) -> None:
         self.path = local(path)
         self.name = str(path)
         self.block_bytes = max(1, BLOCK_BYTES if block_bytes is None else block_bytes)
         self.stats = TextStats()
         self._counted = False
+        self._transform = transform
+
+    def transformed(self, fn: Callable[[pl.DataFrame], pl.DataFrame]) -> LineBlocks:
+        """The same file's blocks, each passed through ``fn`` (a frame of the same lines)."""
+        out = LineBlocks(self.name, self.block_bytes, fn)
+        out.path = self.path
+        return out
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
         stats = TextStats()
@@ -71,7 +83,7 @@ class LineBlocks:
                 frame = frame.with_columns(pl.col("line") + (first - 1))
                 _add(stats, got, first)
                 first += got.lines
-                yield frame
+                yield frame if self._transform is None else self._transform(frame)
         if not seen:
             raise InputError(f"{self.name}: file is empty")
         stats.cr_only = stats.lone_cr > 0 and not lf

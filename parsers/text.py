@@ -72,21 +72,39 @@ def _uncommented(head: list[str]) -> list[str]:
     return [re.sub(_COMMENT_MARK, "", h) for h in head]
 
 
+def _without_marks(lines: pl.DataFrame) -> pl.DataFrame:
+    return lines.with_columns(pl.col("text").str.replace(_COMMENT_MARK, ""))
+
+
+def _head(lines: pl.DataFrame | LineBlocks, n: int = 5000) -> list[str]:
+    """The first lines' texts (of the first blocks of a file read in blocks)."""
+    if not isinstance(lines, LineBlocks):
+        return lines.get_column("text").head(n).to_list()
+    out: list[str] = []
+    for block in lines:
+        out += block.get_column("text").head(n - len(out)).to_list()
+        if len(out) >= n:
+            break
+    return out
+
+
 _CRASH = re.compile(f"{events.TRACEBACK_START}|{events.CRASH_ANY}")
 
 
 def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:
     parsed = reader.read(lines, name)
-    if not parsed.metrics.height and isinstance(lines, pl.DataFrame):
-        texts = lines.get_column("text")
-        if _commented(texts.head(5000).to_list()):
-            bare = lines.with_columns(texts.str.replace(_COMMENT_MARK, ""))
-            again = reader.read(bare, name)
-            if again.metrics.height:
-                parsed = again
-                parsed.meta.setdefault("caveats", []).append(
-                    "a log in comments: each line's leading '#' taken off"
-                )
+    if not parsed.metrics.height and _commented(_head(lines)):
+        bare = (
+            lines.transformed(_without_marks)
+            if isinstance(lines, LineBlocks)
+            else _without_marks(lines)
+        )
+        again = reader.read(bare, name)
+        if again.metrics.height:
+            parsed = again
+            parsed.meta.setdefault("caveats", []).append(
+                "a log in comments: each line's leading '#' taken off"
+            )
     if not parsed.metrics.height:
         again = reader.read(lines, name, NO_LOSS)
         if _series(again.metrics):
