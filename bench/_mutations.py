@@ -71,6 +71,10 @@ SEEDS: dict[str, tuple[str, ...]] = {
     ),
     "deepspeed": ("fixtures/real/deepspeed/ds_chat_rm_opt350m_grad_overflow_per_rank.log",),
     "csv": ("fixtures/real/csv/yolov5_results_csv_space_padded_columns.csv",),
+    "epoch-table": (
+        "fixtures/real/text/tsai_issue639_fastai_fit_one_cycle_tab_table_nan_keyboardinterrupt.log",
+        "fixtures/real/text/ultralytics_issue21765_yolov8_negative_box_loss_epochs7_9.log",
+    ),
     "text": ("fixtures/text/unknown_line.log", "fixtures/text/two_runs.log"),
 }
 
