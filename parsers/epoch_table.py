@@ -67,13 +67,31 @@ def _header(line: str) -> tuple[list[str], str] | None:
     if len(cells) < 3 or not all(_NAME.match(c) for c in cells):
         return None
     names = [aliases.norm(c) for c in cells]
-    if names[0] not in STEP_NAMES or not any(_train_loss(c) for c in cells):
+    if names[0] not in STEP_NAMES or _loss_column(cells) is None:
         return None
     return cells, split
 
 
 def _train_loss(cell: str) -> bool:
     return "loss" in cell.lower() and not _VALIDATION.search(cell)
+
+
+# YOLOv5 before v7 names its losses bare (``box obj cls total``); YOLOv5 counts its
+# epochs from 0 (``0/299``), YOLOv8 from 1 (``1/100``, with a ``dfl_loss``)
+_YOLO_BARE = {"box", "obj", "cls"}
+_FROM_ZERO = {"obj", "obj_loss"}
+
+
+def _loss_column(cells: list[str]) -> int | None:
+    """The column of the training loss: the first ``loss`` column that names no
+    validation, else YOLOv5's ``total`` (or its ``box``) loss."""
+    for k, c in enumerate(cells[1:], 1):
+        if _train_loss(c):
+            return k
+    names = [aliases.norm(c) for c in cells]
+    if _YOLO_BARE <= set(names):
+        return names.index("total") if "total" in names else names.index("box")
+    return None
 
 
 def _row(line: str, split: str, width: int) -> list[str] | None:
@@ -177,10 +195,11 @@ def sniff(head: list[str]) -> int:
 def _columns(cells: list[str]) -> list[str]:
     """The column each header cell fills."""
     out, taken = [], set()
+    loss = _loss_column(cells)
     for k, c in enumerate(cells):
         if k == 0:
             name = "step"
-        elif _train_loss(c) and "loss" not in taken:
+        elif k == loss:
             name = "loss"
         else:
             canon = aliases.canonical(c)  # (``time``: the epoch's, one step's here)
@@ -193,13 +212,14 @@ def _columns(cells: list[str]) -> list[str]:
     return out
 
 
-def _step(row: list[str], width: int) -> int:
-    """A row's step: its first cell; for an epoch of a total (``7/55``, counted from 1)
-    with a progress bar, the batches of the epochs before plus the bar's position."""
+def _step(row: list[str], width: int, first: int) -> int:
+    """A row's step: its first cell; for an epoch of a total (``7/55``, the first epoch
+    numbered ``first``) with a progress bar, the batches of the epochs before plus the
+    bar's position."""
     epoch, _, _ = row[0].partition("/")
     if "/" in row[0] and len(row) > width:
         position, length = int(row[width]), int(row[width + 1])
-        return (int(epoch) - 1) * length + position
+        return (int(epoch) - first) * length + position
     return int(epoch)
 
 
@@ -213,10 +233,11 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     spanned: set[int] = set()
     for cells, rows in _tables(texts):
         cols = _columns(cells)
+        first_epoch = 0 if _FROM_ZERO & {aliases.norm(c) for c in cells} else 1
         first = rows[0][0] - 1
         spanned.update(range(first, rows[-1][0] + 1))
         for at, row in rows:
-            rec: dict = {"line": numbers[at], "step": _step(row, len(cells))}
+            rec: dict = {"line": numbers[at], "step": _step(row, len(cells), first_epoch)}
             for col, cell in zip(cols[1:], row[1 : len(cells)], strict=True):
                 pct = cell.strip().endswith("%") and not col.endswith("pct")
                 rec[f"{col}_pct" if pct else col] = _value(cell)

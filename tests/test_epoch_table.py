@@ -90,3 +90,27 @@ def test_sniffing_wants_a_step_column_a_training_loss_and_a_row():
     assert sniff(["epoch     train_loss  valid_loss"]) == 0  # (no row)
     assert sniff(["name      size   loss", "a   3   0.5"]) == 0  # (no step column)
     assert sniff(["epoch   valid_loss   accuracy", "1   0.5   0.9"]) == 0  # (no training loss)
+
+
+def test_yolov5_counts_epochs_from_zero_and_its_total_is_the_loss(tmp_path):
+    # YOLOv5 5.0: bare loss names, ``{epoch}/{epochs - 1}``
+    header = "     Epoch   gpu_mem       box       obj       cls     total    labels  img_size\n"
+    rows = [
+        "     0/299     3.39G   0.04553   0.04545   0.02316    0.1141        43       640: "
+        "100%|##########| 235/235 [01:02<00:00,  3.76it/s]\n",
+        "     1/299     3.52G       nan       nan       nan       nan        38       640: "
+        "100%|##########| 235/235 [01:01<00:00,  3.81it/s]\n",
+    ]
+    (run,) = _runs(tmp_path, header + rows[0] + header + rows[1])
+    m = run.metrics
+    assert m.get_column("step").to_list() == [235, 470]
+    loss = m.get_column("loss").to_list()
+    assert loss[0] == 0.1141 and math.isnan(loss[1])
+    assert [e.step for e in run.events_of("nonfinite")][:1] == [470]
+    # YOLOv5 7.0 names them ``box_loss obj_loss cls_loss``, epochs still from 0
+    v7 = "      Epoch    GPU_mem   box_loss   obj_loss   cls_loss  Instances       Size\n"
+    row = "       2/99      2.64G    0.05012    0.02218    0.01830         4        416: "
+    row += "100%|##########| 7/7 [00:15<00:00,  2.27s/it]\n"
+    (run,) = _runs(tmp_path, v7 + row)
+    assert run.metrics.get_column("step").to_list() == [21]
+    assert run.metrics.get_column("loss").to_list() == [0.05012]
