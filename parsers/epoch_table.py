@@ -89,7 +89,7 @@ def _loss_column(cells: list[str]) -> int | None:
         if _train_loss(c):
             return k
     names = [aliases.norm(c) for c in cells]
-    if _YOLO_BARE <= set(names):
+    if set(names) >= _YOLO_BARE:
         return names.index("total") if "total" in names else names.index("box")
     return None
 
