@@ -1454,3 +1454,15 @@ def test_step_keys_of_jax_trainers(tmp_path):
     (run,) = _runs(tmp_path, flax, "flax.log")
     assert _steps(run) == [0, 1, 2]
     assert run.metrics.get_column("loss").to_list() == [10.9, 10.91, 10.92]
+
+
+def test_a_bars_percentage_after_a_phase_word_is_no_epoch(tmp_path):
+    # Composer's bar: ``train 21%|...| 161543/770000 [...]`` is batch 161543, not epoch 21
+    text = "".join(
+        f"[0]:train 21%|#####  | {b}/770000 [29:39:25<397:31:10, 2.35s/ba, "
+        f"loss/train/total=0.1{b % 10}]\n"
+        for b in (161541, 161542, 161543)
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [161541, 161542, 161543]
+    assert "epoch" not in run.metrics.columns or run.metrics.get_column("epoch").null_count() == 3

@@ -257,7 +257,8 @@ def _epoch_before_position(t: Template) -> None:
     own counter before it (``Train: [3/300][100/2859]``)."""
     for f, g in zip(t.fields, t.fields[1:], strict=False):
         phase = f.key is not None and aliases.norm(f.key) in _PHASE_WORDS
-        if g.role == "position" and f.role == "value" and phase:
+        # (``train 21%|██▏ | 161543/770000``: a bar's percentage is no epoch)
+        if g.role == "position" and f.role == "value" and phase and f.unit != "%":
             f.role, f.column = "epoch", "epoch"
             t.epoch_base = 0  # (timm numbers its first epoch 0)
     # ``Train: [3/300][100/2859]`` (Swin Transformer and its descendants): a phase
