@@ -26,6 +26,7 @@ import re
 import polars as pl
 
 from logbook.parsed import Parsed
+from logbook.schema import Source, Validation
 from parsers.columns import with_core
 from parsers.reader import Spec, aliases
 
@@ -121,9 +122,13 @@ def _value(cell: str) -> float | None:
     return float(c) if _NUMBER.match(c) else None
 
 
-def _tables(texts: list[str]) -> list[tuple[list[str], list[tuple[int, list[str]]]]]:
-    """Every table: its header's cells and its rows (index in ``texts``, cells)."""
-    out: list[tuple[list[str], list[tuple[int, list[str]]]]] = []
+Table = tuple[list[str], list[tuple[int, list[str]]], int | None]
+
+
+def _tables(texts: list[str]) -> list[Table]:
+    """Every table: its header's cells, its rows (index in ``texts``, cells) and the
+    index of its header line (None for rows shown without one)."""
+    out: list[Table] = []
     i = 0
     while i < len(texts):
         head = _header(texts[i])
@@ -146,18 +151,18 @@ def _tables(texts: list[str]) -> list[tuple[list[str], list[tuple[int, list[str]
             blank = 0
             j += 1
         if rows:
-            out.append((cells, rows))
+            out.append((cells, rows, i))
         i = max(j, i + 1) if rows else i + 1
     return out + _headless(texts, out)
 
 
-def _headless(texts: list[str], tables: list) -> list[tuple[list[str], list]]:
+def _headless(texts: list[str], tables: list[Table]) -> list[Table]:
     """Rows of the width of a table's header with no header above them (an excerpt
     that starts inside a table, the table printed again after the header scrolled off):
     runs of ``_MIN_ROWS`` rows or more, read with the first such header."""
-    taken = {at for _, rows in tables for at, _ in rows}
+    taken = {at for _, rows, _ in tables for at, _ in rows}
     heads = {}
-    for cells, _ in tables:
+    for cells, _, _ in tables:
         heads.setdefault(len(cells), cells)
     out = []
     run: list[tuple[int, list[str]]] = []
@@ -181,7 +186,7 @@ def _headless(texts: list[str], tables: list) -> list[tuple[list[str], list]]:
         # (a row with its bar glued on is a table's row even alone: YOLO prints the
         # header again above every epoch)
         if len(run) >= _MIN_ROWS or (run and len(run[0][1]) > len(cells)):
-            out.append((cells, run))
+            out.append((cells, run, None))
         run, blank = [], 0
     return out
 
@@ -212,6 +217,29 @@ def _columns(cells: list[str]) -> list[str]:
     return out
 
 
+_VAL_HEAD = re.compile(r"^\s*Class\s+Images\s")  # YOLO's validation bar, then ``all ...``
+_VAL_REACH = 3  # lines after a row its validation may come
+
+
+def _validation(texts: list[str], at: int) -> tuple[int, int, dict[str, float | None]] | None:
+    """YOLO's validation of the epoch whose row is at ``at``: its bar's line, the ``all``
+    line, and the values by the bar's names (``Box(P R mAP50 mAP50-95)`` -> ``p``, ``r``,
+    ``map50``, ``map50_95``)."""
+    for k in range(at + 1, min(at + 1 + _VAL_REACH, len(texts))):
+        if not _VAL_HEAD.match(texts[k]):
+            continue
+        head = re.sub(r":\s*$", "", _BAR.sub("", texts[k]).rstrip())
+        names = [aliases.norm(n) for n in head.replace("(", " ").replace(")", " ").split()]
+        # (``Box`` names the group of the columns after it, not a column of its own)
+        names = [n for n in names[1:] if n not in ("box", "mask")]
+        nxt = next((j for j in range(k + 1, len(texts)) if texts[j].strip()), None)
+        cells = texts[nxt].split() if nxt is not None else []
+        if not cells or cells[0] != "all" or len(cells) - 1 != len(names):
+            return None
+        return k, nxt, {n: _value(c) for n, c in zip(names, cells[1:], strict=True)}
+    return None
+
+
 def _step(row: list[str], width: int, first: int) -> int:
     """A row's step: its first cell; for an epoch of a total (``7/55``, the first epoch
     numbered ``first``) with a progress bar, the batches of the epochs before plus the
@@ -229,22 +257,34 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     texts = lines.get_column("text").to_list()
     numbers = lines.get_column("line").to_list()
     records: list[dict] = []
+    events: list[Validation] = []
     used: set[int] = set()
     spanned: set[int] = set()
-    for cells, rows in _tables(texts):
+    for cells, rows, head in _tables(texts):
         cols = _columns(cells)
         first_epoch = 0 if _FROM_ZERO & {aliases.norm(c) for c in cells} else 1
-        first = rows[0][0] - 1
+        first = rows[0][0] if head is None else head
         spanned.update(range(first, rows[-1][0] + 1))
         for at, row in rows:
-            rec: dict = {"line": numbers[at], "step": _step(row, len(cells), first_epoch)}
+            step = _step(row, len(cells), first_epoch)
+            rec: dict = {"line": numbers[at], "step": step}
             for col, cell in zip(cols[1:], row[1 : len(cells)], strict=True):
                 pct = cell.strip().endswith("%") and not col.endswith("pct")
                 rec[f"{col}_pct" if pct else col] = _value(cell)
             records.append(rec)
             used.add(at)
-    # header, rules and blank lines inside a table are ignored; the rest is left
+            if (val := _validation(texts, at)) is not None:
+                bar, line, values = val
+                spanned.add(bar)
+                used.add(line)
+                src = Source(file=name, line=numbers[line])
+                text = texts[line].strip()[:300]
+                events.append(
+                    Validation(step=step, split="val", values=values, source=src, text=text)
+                )
+    # headers, rules, validation bars and blank lines are ignored; the rest is left
     ignored = {k for k in spanned if k not in used}
+    ignored |= {k for k, t in enumerate(texts) if not t.strip() and k not in used}
     left = [numbers[k] for k in range(len(texts)) if k not in used and k not in ignored]
     metrics = pl.DataFrame(records, infer_schema_length=None) if records else pl.DataFrame()
     if metrics.height:
@@ -254,7 +294,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     caveats = ["an epoch table: a row per epoch (the step column's number is the step)"]
     return Parsed(
         metrics=with_core(metrics),
-        events=[],
+        events=events,
         meta={"caveats": caveats} if records else {},
         unrecognized=pl.Series("line", left, dtype=pl.Int64),
         ignored=len(ignored),

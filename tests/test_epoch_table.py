@@ -114,3 +114,28 @@ def test_yolov5_counts_epochs_from_zero_and_its_total_is_the_loss(tmp_path):
     (run,) = _runs(tmp_path, v7 + row)
     assert run.metrics.get_column("step").to_list() == [21]
     assert run.metrics.get_column("loss").to_list() == [0.05012]
+
+
+def test_yolos_validation_after_an_epoch_is_an_event_of_its_step(tmp_path):
+    text = (
+        "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+        "       1/20      10.1G      1.777      2.573      1.302         79        640: "
+        "100%|##########| 298/298 [08:35<00:00,  1.73s/it]\n"
+        "                 Class     Images  Instances      Box(P          R      mAP50  "
+        "mAP50-95): 100%|##########| 38/38 [00:44<00:00,  1.17s/it]\n"
+        "                   all       1189       4779       0.34     0.0303     0.0157    0.00773\n"
+        "\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    (val,) = run.events_of("validation")
+    assert (val.step, val.source.line) == (298, 4)
+    assert val.values == {
+        "images": 1189.0,
+        "instances": 4779.0,
+        "p": 0.34,
+        "r": 0.0303,
+        "map50": 0.0157,
+        "map50_95": 0.00773,
+    }
+    (st,) = run.meta.parse
+    assert (st.records, st.event_lines, st.ignored, st.unrecognized) == (1, 1, 3, 0)
