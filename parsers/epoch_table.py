@@ -219,6 +219,7 @@ def _columns(cells: list[str]) -> list[str]:
 
 _VAL_HEAD = re.compile(r"^\s*Class\s+Images\s")  # YOLO's validation bar, then ``all ...``
 _VAL_REACH = 3  # lines after a row its validation may come
+_TOTAL_TIME = re.compile(r"^\s*Total time: [\d:]+\s*$")
 
 
 def _validation(texts: list[str], at: int) -> tuple[int, int, dict[str, float | None]] | None:
@@ -264,7 +265,10 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         cols = _columns(cells)
         first_epoch = 0 if _FROM_ZERO & {aliases.norm(c) for c in cells} else 1
         first = rows[0][0] if head is None else head
-        spanned.update(range(first, rows[-1][0] + 1))
+        end = rows[-1][0] + 1
+        if end < len(texts) and _TOTAL_TIME.match(texts[end]):
+            end += 1  # (fastai 1's ``Total time: 02:13`` under its table)
+        spanned.update(range(first, end))
         for at, row in rows:
             step = _step(row, len(cells), first_epoch)
             rec: dict = {"line": numbers[at], "step": step}

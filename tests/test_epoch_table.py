@@ -35,6 +35,9 @@ def test_fastai_rows_are_records_with_their_columns(tmp_path):
     assert [e.step for e in run.events_of("nonfinite")] == [2]
     (st,) = run.meta.parse
     assert (st.records, st.ignored, st.unrecognized) == (3, 1, 0)
+    (run,) = _runs(tmp_path, FASTAI + "Total time: 1:03:06\n")  # (fastai 1's trailer)
+    (st,) = run.meta.parse
+    assert (st.records, st.ignored, st.unrecognized) == (3, 2, 0)
 
 
 def test_a_bar_table_with_rules_and_units(tmp_path):
