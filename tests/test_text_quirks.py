@@ -1466,3 +1466,27 @@ def test_a_bars_percentage_after_a_phase_word_is_no_epoch(tmp_path):
     (run,) = _runs(tmp_path, text)
     assert _steps(run) == [161541, 161542, 161543]
     assert "epoch" not in run.metrics.columns or run.metrics.get_column("epoch").null_count() == 3
+
+
+def test_an_epoch_of_its_total_is_no_step(tmp_path):
+    # PaddleOCR logs several records an epoch and prints no step: they are numbered
+    text = "".join(
+        f"[2025/07/22 00:{10 + k}:40] ppocr INFO: epoch: [{e}/10], lr: 0.000024, "
+        f"loss: {30 - k}.5, eta: 4:30:02\n"
+        for k, e in enumerate((1, 1, 1, 2, 2))
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 2, 3, 4, 5]
+    assert run.metrics.get_column("epoch").to_list() == [1.0, 1.0, 1.0, 2.0, 2.0]
+
+
+def test_paddles_scaler_message_is_an_overflow(tmp_path):
+    text = (
+        "Epoch: [0] [100/268] learning_rate: 0.000019 loss: 5.192295\n"
+        "Epoch: [0] [200/268] learning_rate: 0.000037 loss: 4.870127\n"
+        "Found inf or nan, current scale is: 1024.0, decrease to: 1024.0*0.5\n"
+        "Epoch: [1] [  0/268] learning_rate: 0.000050 loss: 4.603556\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    (skip,) = run.events_of("overflow_skip")
+    assert (skip.step, skip.source.line) == (201, 3)

@@ -105,7 +105,8 @@ END = (
 )
 OVERFLOW = (
     r"OVERFLOW!|(?i:grad(?:ient)? overflow|overflow detected|skipping step)|"
-    r"Attempted loss scale|loss scale (?:reduced|decreased)|setting loss scale to"
+    r"Attempted loss scale|loss scale (?:reduced|decreased)|setting loss scale to|"
+    r"Found inf or nan, current scale is"  # Paddle's GradScaler
 )
 OVERRIDE = r"^Overriding: (\w+) = (.+)$|^(?:--)?(learning_rate|lr)\s*[=:]\s*([-+.\deE]+)\s*$"
 # a scheduler's message: Keras' ``Epoch 00005: ReduceLROnPlateau reducing learning rate

@@ -411,9 +411,10 @@ def _lead_step(t: Template) -> None:
             # where the first repeats while it counts (``records._bare_counter``)
             second.column = "_counter"
         return
-    # a count with its total (``Training  [  40/5000000]``): the step of the line
+    # a count with its total (``Training  [  40/5000000]``): the step of the line (an
+    # epoch of its total, ``epoch: [1/10]``, is no step: PaddleOCR logs many an epoch)
     for f, g in zip(t.fields, t.fields[1:], strict=False):
-        if g.role == "total" and f.column not in METRICS:
+        if g.role == "total" and f.column not in METRICS and f.role != "epoch":
             f.role, f.column = "step", "step"
             return
 
