@@ -1490,3 +1490,15 @@ def test_paddles_scaler_message_is_an_overflow(tmp_path):
     (run,) = _runs(tmp_path, text)
     (skip,) = run.events_of("overflow_skip")
     assert (skip.step, skip.source.line) == (201, 3)
+
+
+def test_a_listed_batch_after_the_epoch_is_the_step(tmp_path):
+    # icefall: ``Epoch 0, batch 500, loss[...]``; ``batch size: 8`` stays a size
+    text = "".join(
+        f"2022-04-21 06:21:16,518 INFO [train.py:518] Epoch 0, batch {b}, "
+        f"loss[ctc_loss=0.76, loss=0.{b // 10}, over 2223 frames.], batch size: 8\n"
+        for b in (500, 550, 600)
+    )
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [500, 550, 600]
+    assert run.metrics.get_column("loss").to_list() == [0.5, 0.55, 0.6]

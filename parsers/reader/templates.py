@@ -271,10 +271,11 @@ def _epoch_before_position(t: Template) -> None:
 
 
 def _batch_in_epoch(t: Template) -> None:
-    """``Epoch[2] Batch [50]`` (MXNet's Speedometer): a bracketed batch number right after
-    the epoch is its step, counted within that epoch (``batch 32`` elsewhere is a size)."""
+    """``Epoch[2] Batch [50]`` (MXNet's Speedometer), ``Epoch 0, batch 500,`` (icefall):
+    a batch number bracketed or listed right after the epoch is its step, counted
+    within that epoch (``batch 32`` elsewhere is a size)."""
     for f, g in zip(t.fields, t.fields[1:], strict=False):
-        bracketed = g.pre.rstrip().endswith("[")
+        bracketed = g.pre.rstrip().endswith("[") or g.pre.lstrip().startswith(",")
         batch = aliases.norm(g.key or "") == "batch"
         if f.role == "epoch" and g.role == "value" and bracketed and batch:
             g.role, g.column = "step", "step"
