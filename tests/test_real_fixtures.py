@@ -23,7 +23,6 @@ KNOWN_GAPS = {
     "text/icefall_pr314_epoch_boundary_checkpoint": (
         "a batch counter from 0 across an epoch boundary, no epoch length printed"
     ),
-    "text/speechbrain_issue2031_slurp_epoch33_checkpoints": "one epoch's line alone",
     "composer/mosaicml_diffusion_issue70_cloudwatch_table_tqdm_truncated_nccl_timeout": (
         "a bar cut inside its loss's key, another rank's line glued on"
     ),

@@ -1502,3 +1502,17 @@ def test_a_listed_batch_after_the_epoch_is_the_step(tmp_path):
     (run,) = _runs(tmp_path, text)
     assert _steps(run) == [500, 550, 600]
     assert run.metrics.get_column("loss").to_list() == [0.5, 0.55, 0.6]
+
+
+def test_a_log_of_epoch_lines_takes_the_epoch_as_its_step(tmp_path):
+    text = "".join(f"Epoch {e}, train loss: 0.{10 - e}, val loss: 0.9{e}\n" for e in (1, 2, 3))
+    (run,) = _runs(tmp_path, text)
+    assert _steps(run) == [1, 2, 3]
+    assert run.metrics.get_column("loss").to_list() == [0.9, 0.8, 0.7]
+    # beside records that count steps, such a line sums its epoch up: no record
+    steps = "".join(f"| epoch 010  {b}000 / 8223 loss=1.2{b} (1.50), lr=0.001\n" for b in (1, 2))
+    summary = "| epoch 010 | train loss 1.44 | train ppl 2.72 | lr 0.001000\n"
+    (run,) = _runs(tmp_path, steps + summary, "fairseq.log")
+    assert run.metrics.height == 2
+    (st,) = run.meta.parse
+    assert (st.records, st.ignored, st.unrecognized) == (2, 1, 0)

@@ -11,7 +11,7 @@ from parsers.reader import Spec, aliases, numbers
 from parsers.reader.chunks import by_slices
 from parsers.reader.clean import stamp_times
 from parsers.reader.numbers import NUMBER, NUMBER_RE, to_float, to_int
-from parsers.reader.templates import Template
+from parsers.reader.templates import Template, epoch_only
 
 # ``logging_steps=10``, ``logging_steps: 10``, ``"logging_steps": 10``, ``--logging_steps 10``
 _LOGGING_STEPS = r"logging_steps[\"']?\s*[=:]?\s*(\d+)\b"
@@ -208,6 +208,8 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int, base: int) -> p
             exprs.append((to_float(value) * f.scale).alias(f.column))
     if "epoch" in by_role:
         exprs.append(to_float(by_role["epoch"]).alias("epoch"))
+        if epoch_only(t):  # (a whole epoch's number; a fraction is no step)
+            exprs.append(to_int(by_role["epoch"]).alias("step"))
     if t.step_field() is None and "epoch" in by_role and "position" in by_role:
         pos_f = next(f for f in t.fields if f.role == "position")
         total_f = next(

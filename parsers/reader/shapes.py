@@ -16,7 +16,7 @@ from parsers.reader import Spec
 from parsers.reader.chunks import by_slices
 from parsers.reader.clean import STAMP, cleaned, redraws
 from parsers.reader.numbers import NUMBER
-from parsers.reader.templates import Template, template, train_loss, truncated
+from parsers.reader.templates import Template, epoch_only, template, train_loss, truncated
 
 MAX_SHAPES = 20_000  # shapes read in Python, at most (the most frequent first)
 DURATION = r"\b(?:\d+ days?, )?\d{1,3}:\d{2}(?::\d{2})?(?:\.\d+)?\b"
@@ -89,6 +89,7 @@ def templates_from(counts: pl.DataFrame, spec: Spec) -> dict[str, Template]:
         out[shape].count = n
     _side_records(out)
     _framework_records(out, spec)
+    _epoch_summaries(out)
     _cut_records(out)
     _uncounted_records(out)
     return out
@@ -171,6 +172,17 @@ def _framework_records(temps: dict[str, Template], spec: Spec) -> None:
             for s, t in records:
                 if re.search(spec.secondary, s):
                     t.kind = None
+
+
+def _epoch_summaries(temps: dict[str, Template]) -> None:
+    """A line of one epoch's losses with no other counter (``| epoch 010 | train loss
+    1.44 | ...``) is a record only in a log of such lines; beside records that count
+    steps, it sums its epoch up (a summary)."""
+    records = [t for t in temps.values() if t.kind == "record"]
+    if any(not epoch_only(t) for t in records):
+        for t in records:
+            if epoch_only(t):
+                t.kind = "summary"
 
 
 def _cut_records(temps: dict[str, Template]) -> None:

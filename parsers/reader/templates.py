@@ -312,7 +312,7 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
     metrics = [f for f in t.fields if f.column in METRICS or (f.key and "loss" in f.key.lower())]
     has_step = t.step_field() is not None
     evaluative = any(_EVAL_KEY.match(k) for k in keys) and not (
-        _training_fields(t) or _epoch_end(t)
+        _training_fields(t) or _epoch_end(t) or epoch_only(t)
     )
     evaluative = evaluative or bool(_EVAL_HEAD.search(example))
     shell = example.rstrip().endswith("\\")  # ``TRAIN_ITERS=137650 \`` of a job script
@@ -323,7 +323,7 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
     if t.dict_line and any(aliases.norm(k).startswith("train_runtime") for k in keys):
         return "summary"
     lead = t.fields and t.fields[0].role in ("lead", "position")
-    counted = has_step or lead or _epoch_position(t) or _counted(t)
+    counted = has_step or lead or _epoch_position(t) or _counted(t) or epoch_only(t)
     named = [f for f in t.fields if f.key and f.role != "step"]  # (a step alone is no record)
     if (metrics and (counted or t.dict_line)) or (any_value and counted and named):
         return "record"
@@ -377,6 +377,20 @@ def _counted(t: Template) -> bool:
     """A value with its total (``[  40/5000000]``) that is not a metric."""
     pairs = zip(t.fields, t.fields[1:], strict=False)
     return any(g.role == "total" and f.column not in METRICS for f, g in pairs)
+
+
+def epoch_only(t: Template) -> bool:
+    """A line of one epoch's training loss with no other counter (``Epoch 3, train loss:
+    0.71, val loss: 0.85``; SpeechBrain's ``epoch: 33, lr: ... - train loss: ...``): the
+    epoch is its step (not a dict's fractional ``'epoch': 0.02``)."""
+    roles = [f.role for f in t.fields]
+    counters = {"step", "position", "lead", "total"}
+    return (
+        roles.count("epoch") == 1
+        and not counters & set(roles)
+        and not t.dict_line
+        and train_loss(t)
+    )
 
 
 def train_loss(t: Template) -> bool:
