@@ -175,8 +175,9 @@ def _headless(texts: list[str], tables: list[Table]) -> list[Table]:
                 continue
         row, width = None, 0
         if k < len(texts) and k not in taken and t.strip():
-            width = next((w for w in heads if _row(t, " ", w) is not None), 0)
-            row = _row(t, " ", width) if width else None
+            width, row = next(
+                ((w, r) for w in heads if (r := _row(t, " ", w)) is not None), (0, None)
+            )
             if row is not None and run and width != len(cells):
                 row = None  # (another width: another run)
         if row is not None:

@@ -4,6 +4,8 @@ progress-bar redraws, and records without a printed step."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import polars as pl
 
@@ -390,7 +392,7 @@ def numbered(
     records: pl.DataFrame,
     stated: str | None,
     meta: dict,
-    resumes: list[tuple[int, int]] = (),  # type: ignore[assignment]
+    resumes: Sequence[tuple[int, int]] = (),
 ) -> tuple[pl.DataFrame, int]:
     """Records without a printed step: numbered in order, times ``logging_steps`` (as
     ``stated``: see :func:`logging_steps`); a record that a second logger prints again
