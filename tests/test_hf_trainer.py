@@ -153,6 +153,25 @@ def test_a_state_pasted_into_prose_and_cut_short_keeps_its_complete_entries():
     assert p.metrics.get_column("line").to_list() == [5, 10]
 
 
+def test_a_piece_of_log_history_pasted_alone_is_read_with_its_lines(tmp_path):
+    rows = [{"epoch": 1.0 + i / 10, "loss": 0.5 - i / 100, "step": 900 + 100 * i} for i in range(3)]
+    rows.insert(2, {"epoch": 1.1, "eval_loss": 0.7, "step": 1000})
+    entries = json.dumps({"log_history": rows}, indent=2).splitlines()[2:-2]  # no head
+    path = tmp_path / "piece.txt"
+    path.write_text("# source: an issue\n" + "\n".join(entries) + ',\n    {\n      "loss": 0.4\n')
+    assert hf_trainer.sniff(path.read_text().splitlines()) == 60
+    (run,) = parsers.read_logs(path)
+    assert run.metrics.select("step", "loss", "line").rows() == [
+        (900, 0.5, 2),
+        (1000, 0.49, 7),
+        (1100, 0.48, 17),
+    ]
+    assert [(e.kind, e.step, e.values) for e in run.events] == [("validation", 1000, {"loss": 0.7})]
+    assert run.meta.loss_window_steps == 100  # from the entries' spacing
+    assert any(c.startswith("a piece of log_history without") for c in run.meta.caveats)
+    assert any("cut short inside log_history" in c for c in run.meta.caveats)
+
+
 def test_bad_files_are_input_errors(tmp_path):
     with pytest.raises(InputError, match="not a readable trainer_state.json"):
         parse_text('{"log_history": [')

@@ -82,9 +82,6 @@ KNOWN_GAPS = {
     "text/kohya_sd_scripts_issue2137_epoch_end_bars_avr_loss_nan_rich_info_lines": (
         "each epoch's bar at its end only, its position counted over the epochs twice"
     ),
-    "hf_trainer/whisper_flemish_trainer_state_piece_loss_spike_10700_eval_rows": (
-        "a middle piece of trainer_state.json, without its head"
-    ),
     "hf_trainer/lora_alpaca_record_log_logger_prefixed_dicts_3_epochs": (
         "labelled 1..121; read x10 from the logging_steps the cut's note names"
     ),

@@ -68,14 +68,17 @@ _GLOBAL_STEP = re.compile(r'"global_step"\s*:')
 
 def sniff(head: list[str]) -> int:
     """95 when the head is a trainer_state.json (``"log_history": [`` beside
-    ``"global_step"``), else 0."""
+    ``"global_step"``), 60 for a piece of its ``log_history`` pasted alone (two or more
+    indented entries with a step), else 0."""
     text = "\n".join(head[:200])  # indented by the Trainer, or compact as pasted
     # several whole objects, one a line, are a JSONL log (whose last line may hold a
     # trainer state: ms-swift's ``logging.jsonl``), not one trainer_state.json
     whole = [h for h in head[:200] if h.lstrip().startswith("{") and h.rstrip().endswith("}")]
     if len(whole) >= 2:
         return 0
-    return 95 if _HISTORY.search(text) and _GLOBAL_STEP.search(text) else 0
+    if _HISTORY.search(text) and _GLOBAL_STEP.search(text):
+        return 95
+    return 60 if hs.piece_entries(head[:200]) >= 2 else 0
 
 
 def sniff_path(path: Path) -> int:
@@ -151,9 +154,19 @@ def _validation(row: dict[str, Any], line: int, name: str) -> EventBase:
     )
 
 
+def _spacing(rows: list[dict[str, Any]]) -> int | None:
+    """The commonest gap between the steps of consecutive training rows (the
+    ``logging_steps`` of a state that does not state it), None without two rows."""
+    steps = [r["step"] for r in rows if hs.kind(r) == "train" and type(r.get("step")) is int]
+    gaps = [b - a for a, b in zip(steps, steps[1:], strict=False) if b > a]
+    return max(set(gaps), key=gaps.count) if gaps else None
+
+
 def _meta(state: hs.State, summary: dict[str, Any] | None, continued: int) -> dict[str, Any]:
     window = state.data.get("logging_steps")
-    k = window if isinstance(window, int) and window > 0 else "?"
+    if not (isinstance(window, int) and window > 0):
+        window = _spacing(state.rows)
+    k = window or "?"
     settings = {
         key: state.data.get(key)
         for key in ("global_step", "max_steps", "logging_steps", "eval_steps", "save_steps",
@@ -162,6 +175,11 @@ def _meta(state: hs.State, summary: dict[str, Any] | None, continued: int) -> di
         if state.data.get(key) is not None
     }  # fmt: skip
     caveats = [WINDOW_CAVEAT.format(k=k), NAN_CAVEAT]
+    if set(state.data) <= {"log_history"}:
+        caveats.append(
+            "a piece of log_history without the file around it: the run's settings are "
+            "unknown (logging_steps taken from the entries' spacing)"
+        )
     if state.cut:
         caveats.append(
             f"the JSON is cut short inside log_history: its {len(state.rows)} complete "

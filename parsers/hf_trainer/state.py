@@ -79,8 +79,10 @@ def _pasted(text: str) -> dict[str, Any] | None:
     of a log_history can be read."""
     start = text.find("{")
     history = re.search(r'"log_history"\s*:\s*\[', text)
-    if start < 0 or history is None:
+    if start < 0:
         return None
+    if history is None:
+        return _piece(text)
     decoder = json.JSONDecoder()
     if start > history.start():  # the paste lost the object's opening ``{``
         start = 0
@@ -118,13 +120,50 @@ def _pasted(text: str) -> dict[str, Any] | None:
     return data
 
 
+# an entry of log_history as the Trainer indents it, or as pasted: ``{`` alone on its line
+_OPEN = re.compile(r"^[ \t]*\{[ \t]*$", re.M)
+
+
+def _piece(text: str) -> dict[str, Any] | None:
+    """A piece of ``log_history`` pasted without the file around it (an issue quotes
+    the entries around a spike): the entries that each open on a line of their own;
+    None unless two or more are read and every one has a step."""
+    decoder = json.JSONDecoder()
+    entries: list[Any] = []
+    pos, cut = 0, False
+    for m in _OPEN.finditer(text):
+        at = text.index("{", m.start())
+        if at < pos:  # (inside the entry before)
+            continue
+        try:
+            entry, pos = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            cut = True  # an entry cut off (the paste's last)
+            break
+        entries.append(entry)
+    if len(entries) < 2 or not all(isinstance(e, dict) and "step" in e for e in entries):
+        return None
+    return {"log_history": entries, _CUT: cut}
+
+
+def piece_entries(head: list[str]) -> int:
+    """How many entries of a pasted piece of ``log_history`` open in the head (its
+    lines ``{``, each with a ``"step"`` key line after it)."""
+    opens = sum(bool(_OPEN.match(h)) for h in head)
+    steps = sum(bool(_STEP_KEY.match(h)) for h in head)
+    return min(opens, steps)
+
+
+_STEP_KEY = re.compile(r'^[ \t]*"step"\s*:\s*\d+,?\s*$')
+
+
 def _entry_lines(lines: pl.DataFrame, n: int) -> tuple[list[int], list[int]]:
     """The first line of each log_history entry and how many lines each spans, when the
     file has Trainer's layout; else every row at the line of ``"log_history"``."""
     text = lines.get_column("text")
     head = lines.filter(text.str.starts_with('  "log_history": ['))
     if head.height != 1:
-        return [1] * n, [0] * n
+        return _piece_lines(lines, n)
     first = int(head.get_column("line")[0])
     body = lines.filter(pl.col("line") > first)
     close = body.filter(pl.col("text").str.starts_with("  ]")).get_column("line")
@@ -138,6 +177,20 @@ def _entry_lines(lines: pl.DataFrame, n: int) -> tuple[list[int], list[int]]:
         return [first] * n, [0] * n
     ends = starts[1:] + [last]
     return starts, [b - a for a, b in zip(starts, ends, strict=True)]
+
+
+def _piece_lines(lines: pl.DataFrame, n: int) -> tuple[list[int], list[int]]:
+    """The entries' first lines and spans in a pasted piece (each from its ``{`` to its
+    ``}``); every row at line 1 when the lines do not pair up so."""
+    bare = pl.col("text").str.strip_chars()
+    starts = lines.filter(bare == "{").get_column("line").to_list()
+    ends = lines.filter(bare.is_in(["}", "},"])).get_column("line").to_list()
+    if len(starts) == n + 1 and len(ends) == n:  # the last entry cut short
+        starts = starts[:-1]
+    paired = len(starts) == n == len(ends)
+    if not paired or any(not a < b for a, b in zip(starts, ends, strict=True)):
+        return [1] * n, [0] * n
+    return starts, [b - a + 1 for a, b in zip(starts, ends, strict=True)]
 
 
 def kind(row: dict[str, Any]) -> str:
