@@ -38,7 +38,6 @@ KNOWN_GAPS = {
     "fairseq/fairseq_issue247_tqdm_per_gpu_unordered": "per-GPU tqdm bars out of order",
     "hf_trainer/nbbert_seqlabel_flattened_bars_log_history": "a printed log_history list",
     "text/espnet_issue2674_lm_epoch_boundary_batch_ranges": "batch ranges within epochs",
-    "text/timeseries_library_timemixer_issue88_tab_indented_iters": "epoch length on its own line",
     "hf_trainer/llamafactory_issue5660_bf16_then_fp16_two_runs_grad_norm_nan": "two runs unmarked",
     "hf_trainer/malaysia_ai_ray_gpt2_resume_ckpt200_after_s3_timeout": "bar steps of two workers",
     "hf_trainer/transformers_issue9415_two_ranks_prefixed_dicts_differ": "ranks' prints differ",

@@ -1516,3 +1516,23 @@ def test_a_log_of_epoch_lines_takes_the_epoch_as_its_step(tmp_path):
     assert run.metrics.height == 2
     (st,) = run.meta.parse
     assert (st.records, st.ignored, st.unrecognized) == (2, 1, 0)
+
+
+def test_an_epoch_length_the_epoch_summary_states_counts_the_steps(tmp_path):
+    epochs = []
+    for e in (1, 2, 3):
+        epochs += [f"\titers: {i}, epoch: {e} | loss: 0.{50 - e}{i // 100}" for i in (100, 200)]
+        epochs += [
+            f"\tspeed: 1.11s/iter; left time: 700.{e}s",
+            f"Epoch: {e}, Steps: 250 | Train Loss: 0.4{e} Vali Loss: 0.5{e} Test Loss: 0.6{e}",
+        ]
+    (run,) = _runs(tmp_path, "\n".join(epochs) + "\n")
+    # (epoch - 1) x 250 + iters, not x 200 (the largest printed)
+    assert _steps(run) == [100, 200, 350, 450, 600, 700]
+    assert (
+        "the step counts within each epoch: counted over the epochs with 250 steps an "
+        "epoch (as the log states it)"
+    ) in run.meta.caveats
+    # a statement that the printed steps pass is no epoch length
+    (run,) = _runs(tmp_path, "\n".join(epochs).replace("Steps: 250", "Steps: 150") + "\n")
+    assert _steps(run) == [100, 200, 300, 400, 500, 600]

@@ -65,9 +65,10 @@ def read_frame(lines: pl.DataFrame | LineBlocks, name: str, spec: Spec) -> Parse
     meta: dict = {"rank_copies": copies, "continued_lines": continued.len()}
     caveats = [f"{copies} per-rank copies or redraws of records dropped"] if copies else []
     if epoch_len is not None:
+        how = "as the log states it" if epoch_len < 0 else "the largest step printed in one"
         caveats.append(
-            f"the step counts within each epoch: counted over the epochs with {epoch_len}"
-            " steps an epoch (the largest step printed in one)"
+            f"the step counts within each epoch: counted over the epochs with"
+            f" {abs(epoch_len)} steps an epoch ({how})"
         )
     if caveats:
         meta["caveats"] = caveats

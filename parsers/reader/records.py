@@ -68,7 +68,24 @@ def finished(
         out.replace_column(out.get_column_index(name), out.get_column(name).rechunk())
     if not out.get_column("line").is_sorted():
         out = out.sort("line", maintain_order=True)
-    return _epoch_counter(_per_epoch(_bare_counter(_finer_counter(typed(out))))), continued
+    counted = _per_epoch(_bare_counter(_finer_counter(typed(out))))
+    return _epoch_counter(counted, _stated_epoch_len(df)), continued
+
+
+# an epoch's summary that states how many steps it has (Time-Series-Library's
+# ``Epoch: 18, Steps: 569 | Train Loss: ...``)
+_EPOCH_STEPS = r"(?i)\bepoch\b\W*\d+\W+(?:steps|iters|iterations|batches)\W{0,3}(\d+)\b"
+
+
+def _stated_epoch_len(df: pl.DataFrame) -> int | None:
+    """The steps an epoch has, as the lines that are not records state it (the same on
+    every such line), else None."""
+    other = df.filter((pl.col("kind") != "record").fill_null(True))
+    told = other.get_column("body").str.extract(_EPOCH_STEPS, 1).drop_nulls()
+    if told.len() == 0 or told.n_unique() != 1 or len(told[0]) > 9:
+        return None
+    n = int(told[0])
+    return n if n > 0 else None
 
 
 def _finer_counter(out: pl.DataFrame) -> pl.DataFrame:
@@ -135,14 +152,15 @@ def _bare_counter(out: pl.DataFrame) -> pl.DataFrame:
     ).drop("_counter")
 
 
-def _epoch_counter(out: pl.DataFrame) -> pl.DataFrame:
+def _epoch_counter(out: pl.DataFrame, stated: int | None = None) -> pl.DataFrame:
     """A ``step`` that counts within each epoch, printed with no total (MindSpore's
     ``epoch: 27 step: 100, loss is 1.23``; in sink mode every epoch's one record is at
     its last step): counting from 1, where every new epoch (one more) starts the step
     over or repeats it and the step grows within an epoch, the steps are counted over
-    the epochs with the largest step printed as the epoch's length: (epoch - first) x
-    length + step, the first epoch 0 where one is numbered 0, else 1. The length is
-    kept in ``_epoch_len`` for the caveat."""
+    the epochs with the length the log states (``stated``, when no step printed
+    passes it), else the largest step printed, as the epoch's length: (epoch - first)
+    x length + step, the first epoch 0 where one is numbered 0, else 1. The length is
+    kept in ``_epoch_len`` for the caveat (negative when stated)."""
     if "_total" in out.columns or not {"epoch", "step"} <= set(out.columns) or out.height < 3:
         return out
     epoch, step = out.get_column("epoch"), out.get_column("step")
@@ -166,9 +184,13 @@ def _epoch_counter(out: pl.DataFrame) -> pl.DataFrame:
         length[at], base[at] = int(st[at].max()), 0 if e[at].min() == 0 else 1
     if (length < 1).any():
         return out
+    told = stated is not None and bool((length <= stated).all())
+    if told:
+        length[:] = stated
     counted = (e.astype(np.int64) - base) * length + st.astype(np.int64)
     return out.with_columns(
-        pl.Series("step", counted, dtype=pl.Int64), pl.Series("_epoch_len", length)
+        pl.Series("step", counted, dtype=pl.Int64),
+        pl.Series("_epoch_len", -length if told else length),
     )
 
 
