@@ -37,7 +37,7 @@ RayAddressOpt = Annotated[
     str | None, typer.Option("--ray-address", hidden=True, help="The Ray cluster's address.")
 ]
 # the names of replay.presets.PRESETS (a test checks them), without importing replay
-PRESET_NAMES = ("healthy", "data-spike", "fp16-attn-logits")
+PRESET_NAMES = ("healthy", "data-spike", "fp16-attn-logits", "adam-second-moment")
 DEFAULT_VARIANTS = (
     "baseline=baseline",
     "half_lr=lr_scale:0.5",

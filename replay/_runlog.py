@@ -107,7 +107,10 @@ def _plan_events(trainer: Trainer) -> list[EventBase]:
             old = "fp16" if cfg.fp16 else "fp32"
             ev = ConfigChange(step=i.start, key="precision", old=old, new="bf16")
         else:
-            default = {"clip": cfg.clip, "z_loss": cfg.z_loss, "data_seed": cfg.seed}[i.kind]
+            default = {
+                "clip": cfg.clip, "z_loss": cfg.z_loss, "data_seed": cfg.seed,
+                "beta2": cfg.beta2, "eps": cfg.eps,
+            }[i.kind]  # fmt: skip
             old = getattr(trainer.plan, i.kind)(i.start - 1, default, seg)
             ev = ConfigChange(step=i.start, key=i.kind, old=float(old), new=float(i.value))
         ev.segment = i.segment if i.segment is not None else _segment_at(trainer, i.start)

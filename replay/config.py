@@ -107,6 +107,8 @@ LIMITS: dict[str, dict[str, tuple]] = {
         "max_bytes": (int, 65_536, 1_000_000_000),
         "bad_from": (int, 0, _I64),
         "bad_steps": (int, 0, 10_000_000),
+        "pool_from": (int, 0, _I64),
+        "pool_size": (int, 0, 10_000_000),
         "bad_kind": (str, None, None),
         "language_seed": (int, 0, _I64),
         "n_phrases": (int, 1, 1_000_000),

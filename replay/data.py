@@ -19,6 +19,12 @@ batches of steps ``bad_from .. bad_from + bad_steps - 1`` are replaced by bad da
 way a run meets a shard of repeated or corrupted sequences: ``repeat`` (each sequence
 one token over and over), ``noise`` (uniform random tokens) or ``copy`` (the batch's
 first sequence in every row). Skipping those steps (``skip:A-B``) removes them.
+
+A small pool of batches (``pool_from``, ``pool_size``): from step ``pool_from`` on, the
+steps draw the ``pool_size`` batches of one fixed small dataset (the same for every
+seed), each pass over it in an order drawn from the seed, the way a run goes over a tiny
+dataset epoch after epoch (a fine-tune on a few hundred examples): the model learns the
+pool by heart and its loss falls towards zero.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ class DataConfig:
     bad_from: int = 0  # first step of the pathological batches
     bad_steps: int = 0  # how many (0: none)
     bad_kind: str = "repeat"  # repeat | noise | copy
+    pool_from: int = 0  # from this step on, the batches of a small pool over and over
+    pool_size: int = 0  # how many batches the pool holds (0: no pool)
     language_seed: int = 1234  # the phrase dictionary: the same for every run and seed
     n_phrases: int = 512
     min_len: int = 2
@@ -87,6 +95,7 @@ class TokenStream:
 
 
 SOURCES = ("stdlib", "phrases")
+POOL_SEED = 0  # the pool is one dataset for every data-order seed: only its order varies
 BAD_KINDS = ("repeat", "noise", "copy")
 
 
@@ -110,13 +119,25 @@ class Stream:
             self.inner = TokenStream(cfg, vocab_size, block_size, batch_size)
             self.fingerprint = None
 
+    def pool_index(self, seed: int, step: int) -> int:
+        """Which batch of the pool step ``step`` draws: the pool in an order of its own
+        each pass over it (an epoch), drawn from ``(seed, epoch)``."""
+        c = self.cfg
+        epoch, i = divmod(step - c.pool_from, c.pool_size)
+        g = torch.Generator().manual_seed(mix(seed, epoch, 5))
+        return int(torch.randperm(c.pool_size, generator=g)[i])
+
     def is_bad(self, step: int) -> bool:
         c = self.cfg
         return c.bad_steps > 0 and c.bad_from <= step < c.bad_from + c.bad_steps
 
     def batch(self, seed: int, step: int) -> tuple[Tensor, Tensor]:
         """The batch of training step ``step`` for data-order ``seed``."""
-        x, y = self.inner.batch(seed, step)
+        c = self.cfg
+        if c.pool_size > 0 and step >= c.pool_from:
+            x, y = self.inner.batch(POOL_SEED, c.pool_from + self.pool_index(seed, step))
+        else:
+            x, y = self.inner.batch(seed, step)
         if not self.is_bad(step):
             return x, y
         seq = torch.cat([x, y[:, -1:]], dim=1)

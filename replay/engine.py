@@ -89,8 +89,10 @@ class Trainer:
         if plan.resets_before(k, seg):
             self.optimizer.state.clear()
         lr = self.schedule(k) * plan.lr_factor(k, seg)
+        beta2, eps = plan.beta2(k, t.beta2, seg), plan.eps(k, t.eps, seg)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
+            group["betas"], group["eps"] = (group["betas"][0], beta2), eps
         x, y = self.data.batch(plan.data_seed(k, t.seed, seg), k)
         x, y = x.to(self.device), y.to(self.device)
         scaler = self.scaler if not plan.bf16(k, seg) else None

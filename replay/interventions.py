@@ -9,6 +9,8 @@ A variant is written ``NAME=SPEC`` where SPEC is a comma-separated list of items
     clip:C[@S]          clip the global gradient norm at C from step S (0: no clipping)
     reset_opt[@S]       drop the optimizer state (Adam moments) before step S
     z_loss:C[@S]        add C * mean(log Z ** 2) to the objective from step S
+    beta2:B[@S]         Adam's second-moment decay B (0 < B < 1) from step S
+    eps:E[@S]           Adam's epsilon E (> 0) from step S
     data_seed:N[@S]     draw batches of data-order seed N from step S (changes the data order)
     qk_norm             LayerNorm on queries and keys: an architecture variant, so the
                         variant trains from step 0 with a fresh model
@@ -23,8 +25,11 @@ from dataclasses import asdict, dataclass, field, replace
 
 from logbook.errors import UsageError
 
-KINDS = ("lr_scale", "skip", "clip", "reset_opt", "z_loss", "data_seed", "qk_norm", "bf16")
-_NEEDS_VALUE = {"lr_scale", "skip", "clip", "z_loss", "data_seed"}
+KINDS = (
+    "lr_scale", "skip", "clip", "reset_opt", "z_loss", "data_seed", "qk_norm", "bf16",
+    "beta2", "eps",
+)  # fmt: skip
+_NEEDS_VALUE = {"lr_scale", "skip", "clip", "z_loss", "data_seed", "beta2", "eps"}
 _ITEM = re.compile(r"^(?P<kind>[a-z_0-9]+)(?::(?P<value>[^@]+))?(?:@(?P<at>\d+))?$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
@@ -92,6 +97,12 @@ class Plan:
     def z_loss(self, step: int, default: float, segment: int = 0) -> float:
         return self._last("z_loss", step, segment, default)
 
+    def beta2(self, step: int, default: float, segment: int = 0) -> float:
+        return self._last("beta2", step, segment, default)
+
+    def eps(self, step: int, default: float, segment: int = 0) -> float:
+        return self._last("eps", step, segment, default)
+
     def data_seed(self, step: int, default: int, segment: int = 0) -> int:
         return int(self._last("data_seed", step, segment, default))
 
@@ -141,6 +152,10 @@ def parse_item(text: str) -> Intervention | None:
     value = _number(raw, t) if raw is not None else None
     if kind == "data_seed" and value is not None and value != int(value):
         raise UsageError(f"intervention {t!r}: the seed must be an integer")
+    if kind == "beta2" and value is not None and not 0 < value < 1:
+        raise UsageError(f"intervention {t!r}: beta2 must be in (0, 1)")
+    if kind == "eps" and value is not None and not 0 < value <= 1:
+        raise UsageError(f"intervention {t!r}: eps must be in (0, 1]")
     return Intervention(kind=kind, value=value, start=start)
 
 
@@ -168,7 +183,8 @@ def _number(raw: str, text: str) -> float:
 
 
 def _example(kind: str) -> str:
-    return {"lr_scale": "0.5", "skip": "+30", "clip": "1.0", "z_loss": "1e-4"}.get(kind, "7")
+    examples = {"lr_scale": "0.5", "skip": "+30", "clip": "1.0", "z_loss": "1e-4"}
+    return {**examples, "beta2": "0.95", "eps": "1e-6"}.get(kind, "7")
 
 
 def parse_spec(spec: str) -> Plan:

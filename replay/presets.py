@@ -64,6 +64,22 @@ PRESETS: dict[str, Preset] = {
             fix_from=150,
             checkpoint_every=25,
         ),
+        Preset(
+            "adam-second-moment",
+            "from step 100 the batches are two of one tiny dataset, over and over (a "
+            "fine-tune on a few examples): the model learns them by heart, the loss falls "
+            "to ~0.03 (from 5.5), the gradients shrink, Adam's second-moment estimate "
+            "decays by beta2 each step until the updates it scales blow up and the loss "
+            "spikes x5-x15, again and again (Molybog et al. 2023; the slingshot of Thilak "
+            "et al. 2022); measured fix: a beta2 nearer 1 (0.999: the estimate decays "
+            "~50x slower) with half the LR; either alone only delays it",
+            {
+                "data": {"pool_from": 100, "pool_size": 2},
+                "train": {"steps": 500, "min_lr_ratio": 1.0},
+            },
+            fix="beta2:0.999,lr_scale:0.5",
+            fix_from=250,
+        ),
     )
 }
 

@@ -119,6 +119,24 @@ def test_clip_reset_and_z_loss_are_logged_as_config_changes(base):
     assert loss.head(3).to_list() == loss0.head(3).to_list() and loss[3] != loss0[3]
 
 
+def test_beta2_and_eps_set_the_optimizer_from_their_step_and_are_config_changes(base):
+    trainer = Trainer(tiny(), parse_spec("beta2:0.999@3,eps:1e-6@5"))
+    seen = []
+    trainer.run(6, on_step=lambda t: seen.append(
+        (t.step, t.optimizer.param_groups[0]["betas"][1], t.optimizer.param_groups[1]["eps"])
+    ))  # fmt: skip
+    base_cfg = tiny().train
+    assert seen[:2] == [(1, base_cfg.beta2, base_cfg.eps), (2, base_cfg.beta2, base_cfg.eps)]
+    assert seen[2:] == [(3, 0.999, base_cfg.eps), (4, 0.999, base_cfg.eps), (5, 0.999, 1e-6),
+                        (6, 0.999, 1e-6)]  # fmt: skip
+    changes = {(e.key, e.step, e.old, e.new) for e in trainer.to_run().events_of("config_change")}
+    assert changes == {("beta2", 3, base_cfg.beta2, 0.999), ("eps", 5, base_cfg.eps, 1e-6)}
+    with pytest.raises(UsageError, match=r"beta2 must be in \(0, 1\)"):
+        parse_spec("beta2:1.5")
+    with pytest.raises(UsageError, match=r"eps must be in \(0, 1\]"):
+        parse_spec("eps:0")
+
+
 def test_qk_norm_variant_builds_the_other_architecture():
     trainer = Trainer(tiny(), parse_spec("qk_norm"))
     assert trainer.model_cfg.qk_norm and trainer.model.blocks[0].attn.q_norm is not None

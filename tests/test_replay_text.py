@@ -60,6 +60,22 @@ def test_pathological_batches_replace_only_their_steps(kind):
     assert bad.is_bad(5) and bad.is_bad(6) and not bad.is_bad(7)
 
 
+def test_a_pool_is_one_small_dataset_for_every_seed_in_an_order_of_each_seed():
+    clean, pooled = text_stream(), text_stream(pool_from=5, pool_size=3)
+    assert torch.equal(clean.batch(2, 4)[0], pooled.batch(2, 4)[0])  # before the pool
+    pool = {bytes(clean.batch(0, 5 + i)[0].flatten().tolist()) for i in range(3)}
+
+    def drawn(seed: int) -> list[bytes]:
+        return [bytes(pooled.batch(seed, k)[0].flatten().tolist()) for k in range(5, 17)]
+
+    for seed in (0, 1):
+        got = drawn(seed)
+        assert set(got) == pool  # the same three batches, whatever the seed
+        for epoch in range(4):  # each pass over the pool holds each batch once
+            assert len(set(got[3 * epoch : 3 * epoch + 3])) == 3
+    assert drawn(0) != drawn(1) and drawn(0) == drawn(0)  # an order per seed, pure
+
+
 def test_bad_data_settings_are_refused_in_one_line():
     cfg = ReplayConfig()
     cfg.data.source = "wiki"
@@ -78,11 +94,15 @@ def test_bad_data_settings_are_refused_in_one_line():
 def test_presets_name_their_settings_and_fix():
     from logbook.cli_replay import PRESET_NAMES
 
-    assert list(PRESETS) == ["healthy", "data-spike", "fp16-attn-logits"] == list(PRESET_NAMES)
+    names = ["healthy", "data-spike", "fp16-attn-logits", "adam-second-moment"]
+    assert list(PRESETS) == names == list(PRESET_NAMES)
     ds = preset("data-spike")
     assert ds.settings == {"data": {"bad_from": 200, "bad_steps": 5, "bad_kind": "repeat"}}
     assert (ds.fix, ds.fix_from) == ("skip:200-204", 150)
-    known = "healthy, data-spike, fp16-attn-logits"
+    asm = preset("adam-second-moment")
+    assert asm.settings["data"] == {"pool_from": 100, "pool_size": 2}
+    assert (asm.fix, asm.fix_from) == ("beta2:0.999,lr_scale:0.5", 250)
+    known = "healthy, data-spike, fp16-attn-logits, adam-second-moment"
     with pytest.raises(UsageError, match=f"--preset 'spiky': unknown; one of {known}"):
         preset("spiky")
 
@@ -113,6 +133,31 @@ def test_the_data_spike_preset_spikes_from_a_trained_state_and_skipping_saves_it
     run = fixed.to_run()
     assert [f.kind for f in detect(run) if f.kind == "loss_spike"] == []
     assert run.metrics.filter(run.metrics["step"] >= 200).get_column("loss").max() < 3.0
+
+
+def test_the_adam_preset_spikes_from_a_memorised_state_and_a_higher_beta2_saves_it():
+    from logbook.detectors import detect
+    from replay.checkpoint import snapshot, trainer_from
+    from replay.engine import Trainer
+    from replay.interventions import parse_spec
+
+    p = preset("adam-second-moment")
+    trainer = Trainer(_preset_config("adam-second-moment"))
+    trainer.run(p.fix_from)
+    state = snapshot(trainer)
+    trainer.run(345)
+    run = trainer.to_run()
+    loss = run.metrics.get_column("loss")
+    assert loss[290:320].mean() < 0.05 * loss.head(5).mean()  # learnt by heart
+    peak = loss[300:].max()
+    spikes = [f for f in detect(run) if f.kind == "loss_spike" and f.severity == "critical"]
+    assert [(f.start_step, f.severity) for f in spikes] == [(325, "critical")]
+    assert "loss rose 9.86x" in spikes[0].message and "at step 331" in spikes[0].message
+    fixed = trainer_from(state, parse_spec(p.fix).resolved(p.fix_from + 1))
+    fixed.run(345)
+    run = fixed.to_run()
+    assert [f for f in detect(run) if f.kind == "loss_spike"] == []
+    assert run.metrics.filter(run.metrics["step"] > 300).get_column("loss").max() < 0.3 * peak
 
 
 def test_a_text_recording_keeps_its_corpus_and_verify_names_another(tmp_path):
