@@ -1536,3 +1536,33 @@ def test_an_epoch_length_the_epoch_summary_states_counts_the_steps(tmp_path):
     # a statement that the printed steps pass is no epoch length
     (run,) = _runs(tmp_path, "\n".join(epochs).replace("Steps: 250", "Steps: 150") + "\n")
     assert _steps(run) == [100, 200, 300, 400, 500, 600]
+
+
+def test_a_typed_out_loss_list_and_two_runs_whose_first_steps_agree(tmp_path):
+    first = ["iter 1: 1.764603", "iter 2: 1.693627", "iter 3: 1.751950", "iter 4: 1.745651"]
+    second = ["iter 1: 1.764603", "iter 2: 1.693627", "iter 3: 1.751948", "iter 4: 1.745644"]
+    text = "\n".join(["----", "Overlapped", "----", *first, "", "----", "Plain", "----", *second])
+    runs = _runs(tmp_path, text + "\n")
+    # the bare value after ``iter N:`` is the loss; the second run is no per-rank copy
+    assert [r.metrics.select("step", "loss").rows() for r in runs] == [
+        [(1, 1.764603), (2, 1.693627), (3, 1.75195), (4, 1.745651)],
+        [(1, 1.764603), (2, 1.693627), (3, 1.751948), (4, 1.745644)],
+    ]
+    assert all(not r.events_of("restart") for r in runs)
+    # a rank's block that repeats the other's to its end is still one copy
+    (run,) = _runs(tmp_path, "\n".join([*first, *first]) + "\n")
+    assert _steps(run) == [1, 2, 3, 4]
+
+
+def test_a_script_that_stops_on_a_nan_loss_gives_a_nonfinite_step(tmp_path):
+    text = (
+        "INFO:tensorflow:loss = 11.222988, step = 1\n"
+        "INFO:tensorflow:loss = 10.9, step = 2\n"
+        "ERROR:tensorflow:Model diverged with loss = NaN.\n"
+    )
+    (run,) = _runs(tmp_path, text)
+    found = {(f.kind, f.step, f.severity) for f in detect(run)}
+    assert found == {("nonfinite", 3, "critical"), ("crash", 2, "critical")}
+    # the record before it already NaN: that is the step the message is about
+    (run,) = _runs(tmp_path, text.replace("10.9", "nan"))
+    assert {(f.kind, f.step) for f in detect(run) if f.kind == "nonfinite"} == {("nonfinite", 2)}

@@ -3,7 +3,9 @@
 Fires on every record (of any segment, overwritten or not) where a watched metric (and
 any column whose name holds ``loss``: the parts of a loss) is NaN or +-Inf, and on the
 parsers' ``nonfinite`` events (a Megatron record printed without its ``lm loss`` field:
-the column is null there). Records within ``gap_records`` log
+the column is null there), and on a script's own word that the loss was not finite as
+it stopped (a ``hardware_failure`` of cause ``nonfinite_loss``: ``Loss is nan, stopping
+training``), at the step after the record before it. Records within ``gap_records`` log
 intervals of each other make one finding, from its first to its last step, naming the
 metrics. Severity: critical; info when every record of the episode was an fp16
 overflow the loss scaler handled (``skipped`` > 0 or an ``overflow_skip`` event at that
@@ -20,7 +22,7 @@ from pydantic import Field
 
 from logbook.detectors._base import Detector, DetectorConfig, finding
 from logbook.detectors._frame import Context
-from logbook.schema import Finding, Nonfinite, OverflowSkip
+from logbook.schema import Finding, HardwareFailure, Nonfinite, OverflowSkip
 
 NAME = "nonfinite"
 WATCHED = (
@@ -96,6 +98,9 @@ def bad_records(ctx: Context, columns: tuple[str, ...]) -> pl.DataFrame:
                 },
             )
         )
+    stopped = _stopped(ctx, parts)
+    if stopped is not None:
+        parts.append(stopped)
     if not parts:
         return pl.DataFrame(
             schema={"segment": pl.Int32, "step": pl.Int64, "metric": pl.String, "value": pl.String}
@@ -135,6 +140,46 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
         pl.col("handled").all().alias("handled"),
     )
     return [_finding(row) for row in eps.iter_rows(named=True)]
+
+
+def _stopped(ctx: Context, parts: list[pl.DataFrame]) -> pl.DataFrame | None:
+    """The loss steps a script said were not finite as it stopped (``Loss is nan,
+    stopping training``, TensorFlow's ``Model diverged with loss = NaN``): at the step the
+    line states, else the step after the record before it (the step whose loss it
+    checked), unless that record's own loss is the non-finite one."""
+    said = [
+        e
+        for e in ctx.events
+        if isinstance(e, HardwareFailure) and e.cause == "nonfinite_loss" and e.step is not None
+    ]
+    if not said:
+        return None
+    shown = pl.concat(parts) if parts else None
+    rows = []
+    for e in said:
+        seg = e.segment or 0
+        step = e.step
+        if e.step_source == "record":
+            known = (
+                shown is not None
+                and shown.filter(
+                    (pl.col("segment") == seg)
+                    & (pl.col("step") == step)
+                    & (pl.col("metric") == "loss")
+                ).height
+            )
+            step = step if known else step + 1
+        value = (
+            "inf"
+            if "inf" in (e.text or "").lower() and "nan" not in (e.text or "").lower()
+            else "nan"
+        )
+        rows.append((seg, step, "loss", value))
+    return pl.DataFrame(
+        rows,
+        schema={"segment": pl.Int32, "step": pl.Int64, "metric": pl.String, "value": pl.String},
+        orient="row",
+    )
 
 
 def overflow_steps(ctx: Context) -> pl.DataFrame:

@@ -43,7 +43,9 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     timed = ["time"] if "time" in m.columns else []
     by = ["_run"] if "_run" in m.columns else []
     measures = _measures(m)
+    back = (step <= step.cum_max().shift(1)).fill_null(False).alias("_back")
     rows = m.select("line", "step", "loss", *timed, *by, *measures).with_row_index("_i")
+    rows = rows.with_columns(back)
     launch = np.searchsorted(marks, rows.get_column("line").to_numpy(), side="left")
     rows = rows.with_columns(pl.Series("_launch", launch, pl.Int64))
     # a file written twice over: a copy may differ in the loss's last digit (0.8548,
@@ -83,6 +85,7 @@ def drop_rank_copies(parsed: Parsed) -> Parsed:
     c, a = flags.get_column("c"), flags.get_column("a")
     among = a & (a.shift(1, fill_value=False) | a.shift(-1, fill_value=False))
     copy = pl.Series(c & ((flags.get_column("d") <= NEAR_ROWS) | among))
+    copy = copy & ~_diverged(rows.get_column("_i"), c, rows.get_column("_back"))
     if twice:
         copy = copy | rows.get_column("_near")
     gone = rows.filter(copy).get_column("_i")
@@ -141,6 +144,21 @@ def _near(k: int, run: list[str], tol: float, timed: list[str]) -> pl.Expr:
         apart = (pl.col(c) - pl.col(c).shift(k)).dt.total_seconds().abs()
         soon = soon & (apart <= NEAR_S).fill_null(True)
     return (pl.all_horizontal(same) & soon & close & ~rerun).fill_null(False)
+
+
+def _diverged(i: pl.Series, c: pl.Series, back: pl.Series) -> pl.Series:
+    """Repeats that open a second run of the same seed, not copies: a stretch of records
+    (one after the other in the file) that repeat earlier records exactly, right after
+    which comes another repeated step whose loss differs (two runs pasted one after the
+    other whose first steps agree, then part; a rank's copies go on to the end of its
+    block, or come before a step not printed yet)."""
+    nxt = (i.shift(-1) == i + 1).fill_null(False)
+    after_c, after_back = c.shift(-1, fill_value=False), back.shift(-1, fill_value=False)
+    starts = c & ~(c.shift(1, fill_value=False) & (i.shift(1) == i - 1).fill_null(False))
+    stretch = starts.cast(pl.Int64).cum_sum()
+    parted = (c & nxt & ~after_c & after_back).cast(pl.Int8)
+    frame = pl.DataFrame({"s": stretch, "p": parted, "c": c})
+    return frame.select(pl.col("c") & (pl.col("p").max().over("s") > 0)).to_series()
 
 
 def _repeated_steps(step: pl.Series) -> pl.Series:

@@ -50,7 +50,8 @@ CRASH_CAUSES = [
         "nonfinite_loss",
         r"Loss is (?:nan|inf|-inf|NaN|Inf), stopping training|[Ll]oss (?:became|is) "
         r"(?:infinite|NaN|nan)(?: or NaN)? at iteration"
-        r"|Batch \d+: Invalid loss, terminating training",  # Keras' TerminateOnNaN
+        r"|Batch \d+: Invalid loss, terminating training"  # Keras' TerminateOnNaN
+        r"|Model diverged with loss = NaN",  # TensorFlow's NanTensorHook
     ),
     (
         "time_limit",

@@ -233,11 +233,16 @@ def template(
 
 def _unnamed_loss(t: Template, example: str) -> None:
     """``  10000/ 200000: 2.0322`` (makemore's notebooks): a counter with its total and one
-    value after a colon, nothing named: the value is the loss."""
-    if [f.role for f in t.fields] != ["position", "total", "value"]:
+    value after a colon, nothing named: the value is the loss; so is the one value after
+    a step key's number and its colon (``iter 1: 1.764603``, a loss list typed out)."""
+    roles = [f.role for f in t.fields]
+    if roles == ["step", "value"] and t.fields[0].key is not None:
+        last = t.fields[1]
+    elif roles == ["position", "total", "value"] and ":" not in example[:1]:
+        last = t.fields[2]
+    else:
         return
-    last = t.fields[2]
-    if last.key is None and last.pre.strip() == ":" and not last.unit and ":" not in example[:1]:
+    if last.key is None and last.pre.strip() == ":" and not last.unit:
         last.column = "loss"
 
 
