@@ -44,7 +44,9 @@ def run_starts(part: Parsed) -> list[int]:
     scale = m.get_column("loss_scale").cast(pl.Float64).to_numpy() if "loss_scale" in m else None
     times = _seconds(m)
     epochs = m.get_column("epoch").cast(pl.Float64).to_numpy() if "epoch" in m.columns else None
+    loss = m.get_column("loss").cast(pl.Float64).to_numpy() if "loss" in m.columns else None
     steps = steps.astype(float)
+    start = 0  # the index of the run's first record
     down = np.flatnonzero(steps[1:] <= steps[:-1]) + 1  # candidates only: the rest advance
     out: list[int] = []
     first = steps[0]  # the first step of the run the records belong to
@@ -62,14 +64,28 @@ def run_starts(part: Parsed) -> list[int]:
         )
         # a step that goes back after the script said it finished: another run
         ended = np.searchsorted(ends, lines[i]) > np.searchsorted(ends, lines[i - 1])
+        # a counter that starts over while the loss goes on from where a run that had
+        # learned left it: that run resumed with its step lost, not another from scratch
+        goes_on = loss is not None and _goes_on(loss[start], loss[i - 1], loss[i])
         if (
-            (not b > first and not evidence and not next_epoch and not retried)
+            (not b > first and not evidence and not next_epoch and not retried and not goes_on)
             or (b < a and clock_back)
             or (ended and not evidence)
         ):
             out.append(int(lines[i]))
-            first = b
+            first, start = b, i
     return out
+
+
+LEARNT = 0.6  # a run's loss this far below its first one has learnt
+GOES_ON = 0.25  # a loss within this (relative) of the one before goes on from it
+
+
+def _goes_on(first: float, before: float, after: float) -> bool:
+    if not (np.isfinite(first) and np.isfinite(before) and np.isfinite(after)) or first <= 0:
+        return False
+    learnt = 0 < before < LEARNT * first
+    return learnt and abs(after - before) <= GOES_ON * before
 
 
 def fresh_start(group: list[tuple[Parsed, ParseStats]], part: Parsed) -> bool:

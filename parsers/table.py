@@ -126,6 +126,8 @@ def sniff(head: list[str]) -> int:
     if found is None:
         return 0
     cols, sep, rows = found
+    if [c.lower() for c in cols] == _TB_EXPORT:
+        return SNIFF_MAX
     lossy = any("loss" in c.lower() for c in cols) or _long_form(cols) is not None
     if not lossy and _per_run(cols) is None:
         return 0
@@ -138,6 +140,46 @@ def sniff(head: list[str]) -> int:
     if _long_form(cols) is None and not named and not numeric:
         return 0
     return SNIFF_MAX
+
+
+# TensorBoard's "Download CSV" of one scalar tag: ``Wall time,Step,Value``, the tag in
+# the file's name (``run-train-tag-epoch_loss.csv``; a ``/`` in the tag written ``_``)
+_TB_EXPORT = ["wall time", "step", "value"]
+_TB_TAG = re.compile(r"-tag-(.+?)(?:\.[ct]sv)?$")
+_TB_PREFIXES = ("epoch_", "batch_", "train_", "training_")  # Keras' ``epoch_loss``
+
+
+def _tensorboard_export(raw: pl.DataFrame, name: str) -> tuple[pl.DataFrame, str]:
+    """One tag's TensorBoard export as a table: the value under the tag's name (the
+    canonical one where a known prefix hides it: ``epoch_loss`` -> ``loss``; a file
+    named otherwise: the value read as the loss), the wall time (unix seconds) as the
+    record's time; and the caveat that says so."""
+    m = _TB_TAG.search(Path(name).name)
+    tag = m.group(1) if m else None
+    col = tag
+    if tag is not None and aliases.canonical(tag) is None:
+        for prefix in _TB_PREFIXES:
+            rest = tag.removeprefix(prefix)
+            if rest != tag and aliases.canonical(rest) is not None:
+                col = aliases.canonical(rest)
+                break
+    caveat = f"a TensorBoard export of the tag {tag!r}: its Value read as {col!r}"
+    if tag is None:
+        col = "loss"
+        caveat = (
+            "a TensorBoard export (Wall time,Step,Value) whose file names no tag: read as the loss"
+        )
+    wall, step, value = raw.columns[:3]
+    seconds = to_float(pl.col(wall).str.strip_chars())
+    ok = seconds.is_finite() & (seconds > 0) & (seconds < 32_503_680_000)  # (year 3000)
+    time = pl.when(ok).then(pl.from_epoch((seconds * 1e6).cast(pl.Int64, strict=False), "us"))
+    out = raw.select(
+        pl.col("line"),
+        pl.col(step).alias("Step"),
+        pl.col(value).alias(col),
+        time.dt.replace_time_zone("UTC").alias("_time"),
+    )
+    return out, caveat
 
 
 def _run_column(cols: list[str]) -> str | None:
@@ -163,6 +205,12 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         raise InputError(f"{name}: not a readable metrics table ({type(exc).__name__})") from None
     raw = raw.rename({c: c.strip() for c in raw.columns})
     raw = raw.with_columns(body.get_column("line").slice(1, raw.height).alias("line"))
+    exported = [c.lower() for c in raw.columns if c != "line"] == _TB_EXPORT
+    tb_caveat, tb_time = None, None
+    if exported:
+        raw, tb_caveat = _tensorboard_export(raw, name)
+        tb_time = raw.get_column("_time")
+        raw = raw.drop("_time")
     long = _long_form([c for c in raw.columns if c != "line"])
     if long is not None:
         raw = _wide(raw, *long)
@@ -173,6 +221,9 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     if per_run is not None:
         raw = _runs_of_columns(raw, cols)
     metrics, caveats = table_metrics(raw)
+    if tb_time is not None:
+        metrics = metrics.with_columns(tb_time.cast(metrics.schema["time"]).alias("time"))
+        caveats.append(tb_caveat)
     metrics, evals = _validation_rows(metrics, name)
     if per_run is not None:
         caveats = [

@@ -81,6 +81,9 @@ KNOWN_GAPS = {
     "text/kohya_sd_scripts_issue2137_epoch_end_bars_avr_loss_nan_rich_info_lines": (
         "each epoch's bar at its end only, its position counted over the epochs twice"
     ),
+    "dllogger/tacotron2_adapted_waveglow_nvlog_v0_negative_nll_loss_one_epoch": (
+        "DLLogger's first layout: one JSON object of per-epoch lists"
+    ),
     "hf_trainer/lora_alpaca_record_log_logger_prefixed_dicts_3_epochs": (
         "labelled 1..121; read x10 from the logging_steps the cut's note names"
     ),

@@ -1566,3 +1566,24 @@ def test_a_script_that_stops_on_a_nan_loss_gives_a_nonfinite_step(tmp_path):
     # the record before it already NaN: that is the step the message is about
     (run,) = _runs(tmp_path, text.replace("10.9", "nan"))
     assert {(f.kind, f.step) for f in detect(run) if f.kind == "nonfinite"} == {("nonfinite", 2)}
+
+
+def test_a_tensorboard_csv_export_of_one_tag(tmp_path):
+    rows = ["Wall time,Step,Value", "1575618724.5,43,2.84", "1575618728.5,46,2.80"]
+    rows += ["1575618732.5,49,2.78"]
+    (run,) = _runs(tmp_path, "\n".join(rows) + "\n", "run-train-tag-epoch_loss.csv")
+    assert run.metrics.select("step", "loss").rows() == [(43, 2.84), (46, 2.8), (49, 2.78)]
+    assert run.metrics.get_column("time")[0] == datetime(2019, 12, 6, 7, 52, 4, 500000, UTC)
+    assert "a TensorBoard export of the tag 'epoch_loss': its Value read as 'loss'" in (
+        run.meta.caveats
+    )
+
+
+def test_a_step_counter_that_starts_over_while_the_loss_goes_on_is_one_run(tmp_path):
+    head = [f"step {s} | loss {v}" for s, v in ((40, 2.9), (50, 1.2), (60, 0.64))]
+    goes_on = [f"step {s} | loss {v}" for s, v in ((10, 0.63), (20, 0.61))]
+    (run,) = _runs(tmp_path, "\n".join(head + goes_on) + "\n")
+    assert _steps(run) == [40, 50, 60, 10, 20] and len(run.events_of("restart")) == 1
+    # from scratch again (the loss back at its start): another run
+    fresh = [f"step {s} | loss {v}" for s, v in ((10, 2.95), (20, 2.5))]
+    assert len(_runs(tmp_path, "\n".join(head + fresh) + "\n")) == 2
