@@ -7,6 +7,7 @@ guess can be checked. Other formats score higher when they recognize their own l
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import polars as pl
@@ -57,6 +58,15 @@ def _series(metrics: pl.DataFrame) -> bool:
     return steps.null_count() == 0 and bool((steps.diff().drop_nulls() > 0).all())
 
 
+def _all_events(parsed: Parsed) -> bool:
+    """Whether every record of a log without a loss stands on a line read as an event
+    (a progress bar with an engine's ``OVERFLOW! ... Attempted loss scale: ...`` glued
+    on: its numbers are the event's, not a record's)."""
+    told = {e.source.line for e in parsed.events if e.source is not None}
+    lines = parsed.metrics.get_column("line").to_list()
+    return bool(lines) and all(x in told for x in lines)
+
+
 # A log pasted into a script or a config as comments: every line behind ``# ``.
 _COMMENT_MARK = r"^#[ \t]?"
 _COMMENTED = 0.8  # share of the non-blank lines that must be comments
@@ -93,6 +103,10 @@ _CRASH = re.compile(f"{events.TRACEBACK_START}|{events.CRASH_ANY}")
 
 def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:
     parsed = reader.read(lines, name)
+    if "loss" not in parsed.metrics.columns and _all_events(parsed):
+        # (an engine's message glued onto a bar: its ``loss scale`` is no loss)
+        meta = {**parsed.meta, "columns_from": {}}
+        parsed = dataclasses.replace(parsed, metrics=parsed.metrics.head(0), meta=meta)
     if not parsed.metrics.height and _commented(_head(lines)):
         bare = (
             lines.transformed(_without_marks)
@@ -107,7 +121,7 @@ def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:
             )
     if not parsed.metrics.height:
         again = reader.read(lines, name, NO_LOSS)
-        if _series(again.metrics):
+        if _series(again.metrics) and not _all_events(again):
             parsed = again
             parsed.meta.setdefault("caveats", []).append(
                 "no loss in this log: a record is a step with the other values it prints"

@@ -23,9 +23,6 @@ KNOWN_GAPS = {
     "text/icefall_pr314_epoch_boundary_checkpoint": (
         "a batch counter from 0 across an epoch boundary, no epoch length printed"
     ),
-    "composer/mosaicml_diffusion_issue70_cloudwatch_table_tqdm_truncated_nccl_timeout": (
-        "a bar cut inside its loss's key, another rank's line glued on"
-    ),
     "text/t2tvit_issue26_timm_summary_csv_rows_nan_from_epoch209_inline_backticks": (
         "rows of a CSV without its header"
     ),
@@ -83,6 +80,12 @@ KNOWN_GAPS = {
     ),
     "dllogger/tacotron2_adapted_waveglow_nvlog_v0_negative_nll_loss_one_epoch": (
         "DLLogger's first layout: one JSON object of per-epoch lists"
+    ),
+    "text/sockeye_issue154_v1_7_mxnet_speedometer_perplexity_only_tabs": (
+        "perplexity only, behind a stamp of colons (``[2017-09-26:07:44:49:INFO:...]``)"
+    ),
+    "text/sockeye_issue694_bold_marked_perplexity_checkpoint_summary_lines": (
+        "perplexity only, its values in markdown bold"
     ),
     "hf_trainer/lora_alpaca_record_log_logger_prefixed_dicts_3_epochs": (
         "labelled 1..121; read x10 from the logging_steps the cut's note names"

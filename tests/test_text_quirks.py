@@ -1587,3 +1587,42 @@ def test_a_step_counter_that_starts_over_while_the_loss_goes_on_is_one_run(tmp_p
     # from scratch again (the loss back at its start): another run
     fresh = [f"step {s} | loss {v}" for s, v in ((10, 2.95), (20, 2.5))]
     assert len(_runs(tmp_path, "\n".join(head + fresh) + "\n")) == 2
+
+
+def test_a_bar_with_an_overflow_message_glued_on_is_no_record(tmp_path):
+    bar = "  0%|          | {n}/63645 [00:19<37:53:00,  2.14s/it]"
+    msg = (
+        "[2021-06-08 12:02:45,001] [INFO] [stage3.py:2323:_overflow_clean_up] [deepscale] "
+        "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {a}.0, reducing to {b}.0"
+    )
+    text = "".join(
+        bar.format(n=n) + msg.format(a=2 ** (33 - n), b=2 ** (32 - n)) + "\n" for n in (9, 10, 11)
+    )
+    (run,) = _runs(tmp_path, text)
+    assert run.metrics.height == 0
+    assert [(e.kind, e.step) for e in run.events] == [("overflow_skip", s) for s in (10, 11, 12)]
+    (stats,) = run.meta.parse
+    assert (stats.record_lines, stats.event_lines, stats.unrecognized) == (0, 3, 0)
+
+
+def test_marian_updates_and_cost_and_an_epoch_counted_from_zero_of_its_total(tmp_path):
+    marian = (
+        "[2021-05-28 19:17:52] Ep. 1 : Up. 500 : Sen. 63,614 : Cost 5.41353178 * 1,857,078 "
+        "@ 4,132 after 1,857,078 : Time 239.44s : 7755.77 words/s : L.r. 3.0000e-04\n"
+        "[2021-05-28 19:21:49] Ep. 1 : Up. 1000 : Sen. 126,940 : Cost 4.52651596 * 1,848,796 "
+        "@ 3,867 after 3,705,874 : Time 236.91s : 7803.91 words/s : L.r. 3.0000e-04\n"
+    )
+    (run,) = _runs(tmp_path, marian)
+    assert run.metrics.select("step", "epoch", "loss", "lr").rows() == [
+        (500, 1.0, 5.41353178, 3e-4),
+        (1000, 1.0, 4.52651596, 3e-4),
+    ]
+    allen = (
+        "2017-10-14 16:48:27,962 - INFO - allennlp.training.trainer - Epoch 0/139\n"
+        "2017-10-14 16:48:48,950 - INFO - allennlp.training.trainer - Batch 1/17168: "
+        "accuracy: 0.25, loss: 6.66 ||\n"
+        "2017-10-14 16:48:58,960 - INFO - allennlp.training.trainer - Batch 567/17168: "
+        "accuracy: 0.42, loss: 1.32 ||\n"
+    )
+    (run,) = _runs(tmp_path, allen)
+    assert _steps(run) == [1, 567]  # epoch 0 of 139 is the first: no steps below 1

@@ -46,6 +46,7 @@ ALIASES: dict[str, str] = {
     "n_iter": STEP,
     "step_train": STEP,
     "step_i": STEP,  # paxml: ``[PAX STATUS] step_i: 100, training loss: 6.52``
+    "up": STEP,  # Marian: ``Ep. 1 : Up. 14000 : Sen. 965,843 : Cost 5.20174599``
     # losses
     "loss": "loss",
     "loss_train": "loss",  # LitGPT: ``loss train: 2.846, val: 2.861``
@@ -74,10 +75,12 @@ ALIASES: dict[str, str] = {
     "loss_step": "loss",
     "step_loss": "loss",
     "avg_loss": "loss",
+    "cost": "loss",  # Marian's ``Cost``; TensorFlow-era scripts' ``cost``
     # learning rate
     "lr": "lr",
     "learning_rate": "lr",
     "learningrate": "lr",
+    "l_r": "lr",  # Marian: ``L.r. 3.0000e-04``
     "lr_0": "lr",
     "lr_group0": "lr",
     "lr_group_0": "lr",

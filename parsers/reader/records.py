@@ -496,7 +496,8 @@ def in_epochs(records: pl.DataFrame, df: pl.DataFrame) -> tuple[pl.DataFrame, pl
     # ``Epoch E/N`` (Keras, and most that print the total) counts from 1: an excerpt
     # that starts at epoch 4 is in its fourth epoch
     of_total = df.filter(pl.col("kind") == "epoch").get_column("body").str.contains(_OF_TOTAL)
-    base = 1 if of_total.all() else first_epoch(epoch.min())
+    # (one numbered 0 counts from 0 though: AllenNLP's ``Epoch 0/139``)
+    base = 1 if of_total.all() and epoch.min() != 0 else first_epoch(epoch.min())
     per = records.get_column("_total")
     step = (epoch - base) * per + records.get_column("step")
     counted = step.is_not_null()

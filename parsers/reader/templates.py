@@ -58,7 +58,7 @@ _BRACKET_KEY = re.compile(r"\[([A-Za-z][\w./ -]{0,30})\]\s*$")
 _BRACKET_FIELDS = re.compile(r"\[[A-Za-z][\w./ -]{0,30}\]\s*[-+]?(?:\d|\.\d|nan|inf)", re.I)
 METRICS = ("loss", "lr", "grad_norm")
 _PHASE_WORDS = {"train", "training", "ep"}  # words that name an epoch before its counter
-_EPOCH_KEYS = {"epoch", "training_epoch", "train_epoch", "epoch_train", "epochs"}
+_EPOCH_KEYS = {"epoch", "training_epoch", "train_epoch", "epoch_train", "epochs", "ep"}
 # a step key's rank when a line has several (global_step beats the iteration in its epoch)
 STEP_RANK = {"global_step": 0, "globalstep": 0, "num_updates": 1, "step": 2, "iteration": 3}
 
