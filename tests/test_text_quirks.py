@@ -1626,3 +1626,13 @@ def test_marian_updates_and_cost_and_an_epoch_counted_from_zero_of_its_total(tmp
     )
     (run,) = _runs(tmp_path, allen)
     assert _steps(run) == [1, 567]  # epoch 0 of 139 is the first: no steps below 1
+
+
+def test_a_loss_rounded_to_its_last_digit_does_not_spike_by_rounding(tmp_path):
+    rounded = [0.0003, 0.0002, 0.0002] + [0.0001, 0.0002, 0.0001, 0.0001] * 8 + [0.0002]
+    text = "".join(f"step {10 * (i + 1)} | loss {v:.4f}\n" for i, v in enumerate(rounded))
+    (run,) = _runs(tmp_path, text)
+    assert [f for f in detect(run) if f.kind == "loss_spike"] == []
+    # five units of it are a spike still
+    (run,) = _runs(tmp_path, text.replace("loss 0.0002\n", "loss 0.0006\n"))
+    assert [f.step for f in detect(run) if f.kind == "loss_spike"] != []

@@ -173,6 +173,9 @@ def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig) -> list[dict]:
             held |= ok & (y[nxt] - base[cand] >= math.log(cfg.early_ratio))
         jump |= cold & (rise >= math.log(cfg.early_ratio)) & held
     trig = cand[warm | jump]
+    q = resolution(np.exp(y))
+    if q is not None:  # a rise of a unit or two of the print's last digit is rounding
+        trig = trig[np.exp(y[trig]) - np.exp(base[trig]) > QUANTA * q * (1 + 1e-6)]
     which = np.searchsorted(a["starts"], trig, side="right") - 1
     los, his = a["starts"][which], a["ends"][which]
     episodes: list[dict] = []
@@ -189,6 +192,26 @@ def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig) -> list[dict]:
             continue  # a new level set by the relaunch (loss scale, data, config)
         episodes.append(ep)
     return episodes
+
+
+QUANTA = 2  # a rise of at most this many units of the values' resolution is rounding
+_SAMPLE = 20_000
+
+
+def resolution(raw: np.ndarray) -> float | None:
+    """The unit the values are printed in, where they are rounded to one (``0.0001``,
+    ``0.0002``: a loss at 4 decimals near zero): the least gap between two distinct
+    values (of a sample), when nearly every value is a whole number of it; else None."""
+    v = raw[np.isfinite(raw)][:: max(1, raw.size // _SAMPLE)]
+    distinct = np.unique(v)
+    if distinct.size < 2:
+        return None
+    q = float(np.diff(distinct).min())
+    if q <= 0 or not np.isfinite(q):
+        return None
+    units = v / q
+    whole = np.abs(units - np.round(units)) <= 1e-3 * np.maximum(1.0, np.abs(units) * 1e-6)
+    return q if whole.mean() >= 0.95 else None
 
 
 def _lone_spike(ep: dict, a: dict[str, np.ndarray], cfg: SpikeConfig) -> bool:

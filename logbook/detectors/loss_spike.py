@@ -20,7 +20,9 @@ checkpoint's, the first ``restart_grace`` records after a restart, or after step
 record of a relaunch or after the gap is not a spike), constant input, and short history (with
 fewer than ``min_history`` records before it, only a 2x jump counts, or a rise of
 ``early_ratio`` (1.3x) that one of the next two records holds: early in training the
-loss falls), a loss that takes negative values (a signed objective: GRPO, PPO).
+loss falls), a loss that takes negative values (a signed objective: GRPO, PPO), and a
+rise of one or two units of the values' print resolution (a loss rounded to 0.0001 near
+zero going 0.0001 -> 0.0002 is rounding, not a 2x jump).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ such as ``4.61, 4.99, 4.29, 6.45, 5.71, 5.30``.
 
 Stays quiet on: the rest of a longer run (``loss_spike`` judges it), a loss that takes
 negative values (a signed objective: ratios mean nothing), a falling loss, a first
-record, constant input, steps where ``loss_spike`` already found a spike.
+record, constant input, steps where ``loss_spike`` already found a spike, a rise of one
+or two units of the values' print resolution (rounding, as in ``loss_spike``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pydantic import Field
 
 from logbook.detectors._base import Detector, DetectorConfig, finding
 from logbook.detectors._frame import Context
+from logbook.detectors._spike import QUANTA, resolution
 from logbook.schema import Finding
 
 NAME = "short_spike"
@@ -62,16 +64,18 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
     )
     if d.height < 2:
         return []
+    q = resolution(d.get_column("loss").to_numpy())
+    unit = QUANTA * q * (1 + 1e-6) if q is not None else 0.0
     if d.height > cfg.max_records:  # a longer run: its first records, trajectory only
         start = d.filter(pl.col("lineage") == 0).head(cfg.max_records)
-        return _episodes(start, cfg, first=cfg.first_records) if start.height >= 2 else []
+        return _episodes(start, cfg, cfg.first_records, unit) if start.height >= 2 else []
     out: list[Finding] = []
     for (_,), part in d.group_by(["lineage"], maintain_order=True):
-        out += _episodes(part, cfg)
+        out += _episodes(part, cfg, 1, unit)
     return out
 
 
-def _episodes(part: pl.DataFrame, cfg: Config, first: int = 1) -> list[Finding]:
+def _episodes(part: pl.DataFrame, cfg: Config, first: int = 1, unit: float = 0.0) -> list[Finding]:
     """Spikes of one lineage, from its record ``first`` on (records before it: the
     baseline only)."""
     loss = part.get_column("loss").to_numpy()
@@ -84,7 +88,8 @@ def _episodes(part: pl.DataFrame, cfg: Config, first: int = 1) -> list[Finding]:
         within = (
             loss[i] < cfg.above_max * float(loss[:i].max()) and loss[i] < cfg.clear_ratio * base
         )
-        if base <= 0 or loss[i] < cfg.min_ratio * base or within:
+        rounding = loss[i] - base <= unit  # (a unit or two of the print's last digit)
+        if base <= 0 or loss[i] < cfg.min_ratio * base or within or rounding:
             i += 1
             continue
         j = i
