@@ -111,53 +111,48 @@ def _preset_config(name: str) -> ReplayConfig:
     return ReplayConfig.from_dict(preset(name).apply(ReplayConfig().to_dict()))
 
 
-def test_the_data_spike_preset_spikes_from_a_trained_state_and_skipping_saves_it():
-    from logbook.detectors import detect
+def _baseline_and_fix(name: str, until: int):
+    """A preset's recording up to ``until``, and its reported fix from ``fix_from`` on."""
     from replay.checkpoint import snapshot, trainer_from
     from replay.engine import Trainer
     from replay.interventions import parse_spec
 
-    p = preset("data-spike")
-    trainer = Trainer(_preset_config("data-spike"))
+    p = preset(name)
+    trainer = Trainer(_preset_config(name))
     trainer.run(p.fix_from)
     state = snapshot(trainer)
-    trainer.run(215)
-    run = trainer.to_run()
+    trainer.run(until)
+    fixed = trainer_from(state, parse_spec(p.fix).resolved(p.fix_from + 1))
+    fixed.run(until)
+    return trainer.to_run(), fixed.to_run()
+
+
+def test_the_data_spike_preset_spikes_from_a_trained_state_and_skipping_saves_it():
+    from logbook.detectors import detect
+
+    run, fixed = _baseline_and_fix("data-spike", 215)
     loss = run.metrics.get_column("loss")
     assert loss[199] > 2.5 * loss[190:199].mean()  # the first bad batch, step 200
     assert loss[180:199].mean() < 0.7 * loss.head(5).mean()  # from a trained state
     spikes = [f for f in detect(run) if f.kind == "loss_spike"]
     assert [(f.start_step, f.severity) for f in spikes] == [(200, "critical")]
-    fixed = trainer_from(state, parse_spec(p.fix).resolved(p.fix_from + 1))
-    fixed.run(215)
-    run = fixed.to_run()
-    assert [f.kind for f in detect(run) if f.kind == "loss_spike"] == []
-    assert run.metrics.filter(run.metrics["step"] >= 200).get_column("loss").max() < 3.0
+    assert [f.kind for f in detect(fixed) if f.kind == "loss_spike"] == []
+    assert fixed.metrics.filter(fixed.metrics["step"] >= 200).get_column("loss").max() < 3.0
 
 
 def test_the_adam_preset_spikes_from_a_memorised_state_and_a_higher_beta2_saves_it():
     from logbook.detectors import detect
-    from replay.checkpoint import snapshot, trainer_from
-    from replay.engine import Trainer
-    from replay.interventions import parse_spec
 
-    p = preset("adam-second-moment")
-    trainer = Trainer(_preset_config("adam-second-moment"))
-    trainer.run(p.fix_from)
-    state = snapshot(trainer)
-    trainer.run(345)
-    run = trainer.to_run()
+    run, fixed = _baseline_and_fix("adam-second-moment", 345)
     loss = run.metrics.get_column("loss")
     assert loss[290:320].mean() < 0.05 * loss.head(5).mean()  # learnt by heart
     peak = loss[300:].max()
     spikes = [f for f in detect(run) if f.kind == "loss_spike" and f.severity == "critical"]
     assert [(f.start_step, f.severity) for f in spikes] == [(325, "critical")]
     assert "loss rose 9.86x" in spikes[0].message and "at step 331" in spikes[0].message
-    fixed = trainer_from(state, parse_spec(p.fix).resolved(p.fix_from + 1))
-    fixed.run(345)
-    run = fixed.to_run()
-    assert [f for f in detect(run) if f.kind == "loss_spike"] == []
-    assert run.metrics.filter(run.metrics["step"] > 300).get_column("loss").max() < 0.3 * peak
+    assert [f for f in detect(fixed) if f.kind == "loss_spike"] == []
+    after = fixed.metrics.filter(fixed.metrics["step"] > 300).get_column("loss")
+    assert after.max() < 0.3 * peak
 
 
 def test_a_text_recording_keeps_its_corpus_and_verify_names_another(tmp_path):
