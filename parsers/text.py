@@ -58,6 +58,36 @@ def _series(metrics: pl.DataFrame) -> bool:
     return steps.null_count() == 0 and bool((steps.diff().drop_nulls() > 0).all())
 
 
+def _one_shape(parsed: Parsed) -> Parsed:
+    """A log without a loss read from its steps and values: its records are the lines
+    of the one set of values that most of them print (Sockeye's ``Epoch[1] Batch [50]
+    ... perplexity=``); a line with other values (a checkpoint's summary, ``GPU 1:
+    8599/11171 MB``) is unrecognized, not a record."""
+    m = parsed.metrics
+    values = [c for c in m.columns if c not in ("line", "step", "time", "epoch")]
+    if m.height < 3 or not values:
+        return parsed
+    present = m.select(
+        pl.concat_str([pl.col(c).is_not_null().cast(pl.Int8).cast(pl.String) for c in values])
+    ).to_series()
+    counts = present.value_counts(sort=True)
+    top, n = counts.row(0)
+    if n == m.height or n < 3 or n < 0.6 * m.height:
+        return parsed
+    keep = present == top
+    dropped = m.filter(~keep).get_column("line")
+    unrecognized = pl.concat([parsed.unrecognized, dropped.cast(pl.Int64)]).unique().sort()
+    metrics = m.filter(keep)
+    metrics = metrics.select(
+        c
+        for c in metrics.columns
+        if metrics.get_column(c).null_count() < metrics.height or c in ("line", "step", "time")
+    )
+    told = parsed.meta.get("columns_from", {})
+    meta = {**parsed.meta, "columns_from": {c: k for c, k in told.items() if c in metrics.columns}}
+    return dataclasses.replace(parsed, metrics=metrics, unrecognized=unrecognized, meta=meta)
+
+
 def _all_events(parsed: Parsed) -> bool:
     """Whether every record of a log without a loss stands on a line read as an event
     (a progress bar with an engine's ``OVERFLOW! ... Attempted loss scale: ...`` glued
@@ -120,7 +150,7 @@ def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:
                 "a log in comments: each line's leading '#' taken off"
             )
     if not parsed.metrics.height:
-        again = reader.read(lines, name, NO_LOSS)
+        again = _one_shape(reader.read(lines, name, NO_LOSS))
         if _series(again.metrics) and not _all_events(again):
             parsed = again
             parsed.meta.setdefault("caveats", []).append(

@@ -84,9 +84,6 @@ KNOWN_GAPS = {
     "text/sockeye_issue154_v1_7_mxnet_speedometer_perplexity_only_tabs": (
         "perplexity only, behind a stamp of colons (``[2017-09-26:07:44:49:INFO:...]``)"
     ),
-    "text/sockeye_issue694_bold_marked_perplexity_checkpoint_summary_lines": (
-        "perplexity only, its values in markdown bold"
-    ),
     "hf_trainer/lora_alpaca_record_log_logger_prefixed_dicts_3_epochs": (
         "labelled 1..121; read x10 from the logging_steps the cut's note names"
     ),

@@ -1636,3 +1636,18 @@ def test_a_loss_rounded_to_its_last_digit_does_not_spike_by_rounding(tmp_path):
     # five units of it are a spike still
     (run,) = _runs(tmp_path, text.replace("loss 0.0002\n", "loss 0.0006\n"))
     assert [f.step for f in detect(run) if f.kind == "loss_spike"] != []
+
+
+def test_a_log_without_a_loss_is_read_from_the_values_most_of_its_lines_print(tmp_path):
+    rec = "[INFO:sockeye.training] Epoch[1] Batch [{b}]   Speed: 185.09 samples/sec"
+    rec += "     perplexity={p}"
+    lines = [rec.format(b=b, p=18 - b / 1000) for b in (5800, 5850, 5900, 5950, 6000)]
+    lines += [
+        "[INFO:sockeye.training] Checkpoint [6]  Updates=6000 Epoch=1 Samples=633045",
+        "[INFO:sockeye.utils] GPU 1: 8599/11171 MB (76.98%)",
+    ]
+    (run,) = _runs(tmp_path, "\n".join(lines) + "\n")
+    assert _steps(run) == [5800, 5850, 5900, 5950, 6000]
+    assert run.metrics.get_column("perplexity").to_list() == [12.2, 12.15, 12.1, 12.05, 12.0]
+    (stats,) = run.meta.parse
+    assert (stats.records, stats.unrecognized) == (5, 2)
