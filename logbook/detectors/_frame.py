@@ -30,6 +30,7 @@ from logbook.detectors._arrays import (
     Rows,
     block_noise,
     log_values,
+    rounding_rise,
     rows_of,
 )
 from logbook.run import Run
@@ -56,6 +57,7 @@ class Context:
     _has: dict[str, bool] = field(default_factory=dict, repr=False)
     _base: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _noise: dict[tuple[str, bool, int], np.ndarray] = field(default_factory=dict, repr=False)
+    _rounding: dict[str, float] = field(default_factory=dict, repr=False)
     _locks: dict[object, threading.Lock] = field(default_factory=dict, repr=False)
 
     def _once(self, cache: dict, key: object, make: Callable[[], Any]) -> Any:
@@ -121,6 +123,16 @@ class Context:
             c: self._once(self._base, c, lambda c=c: self.column(c).to_numpy()) for c in ROW_COLUMNS
         }
         return rows_of(base, y)
+
+    def rounding(self, column: str) -> float:
+        """``rounding_rise`` of ``column``'s finite values (cached): a rise no larger is
+        the print's rounding, not a spike."""
+
+        def make() -> float:
+            values = self.column(column).cast(pl.Float64, strict=False).to_numpy()
+            return rounding_rise(values)
+
+        return self._once(self._rounding, column, make)
 
     def signed(self, column: str) -> bool:
         """Whether ``column`` takes negative values: a signed objective (a GRPO or PPO

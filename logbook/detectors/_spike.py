@@ -117,7 +117,8 @@ def detect_spikes(ctx: Context, cfg: SpikeConfig, kind: str, detector: str) -> l
         return []
     noise = ctx.noise(cfg.column, False, NOISE_BLOCK)
     a = _arrays(rows, noise, cfg)
-    return [_to_finding(a, ep, cfg, kind, detector) for ep in _episodes(a, cfg)]
+    unit = ctx.rounding(cfg.column)
+    return [_to_finding(a, ep, cfg, kind, detector) for ep in _episodes(a, cfg, unit)]
 
 
 def _arrays(rows: Rows, noise: np.ndarray, cfg: SpikeConfig) -> dict[str, np.ndarray]:
@@ -152,7 +153,7 @@ def _arrays(rows: Rows, noise: np.ndarray, cfg: SpikeConfig) -> dict[str, np.nda
     return a
 
 
-def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig) -> list[dict]:
+def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig, unit: float = 0.0) -> list[dict]:
     y, base, noise = a["y"], a["base"], a["noise"]
     # only rows with a baseline can trigger (see _arrays): the tests run on those alone
     cand = np.flatnonzero(np.isfinite(base) & a["report"])
@@ -173,9 +174,8 @@ def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig) -> list[dict]:
             held |= ok & (y[nxt] - base[cand] >= math.log(cfg.early_ratio))
         jump |= cold & (rise >= math.log(cfg.early_ratio)) & held
     trig = cand[warm | jump]
-    q = resolution(np.exp(y))
-    if q is not None:  # a rise of a unit or two of the print's last digit is rounding
-        trig = trig[np.exp(y[trig]) - np.exp(base[trig]) > QUANTA * q * (1 + 1e-6)]
+    if unit > 0:  # a rise of a unit or two of the print's last digit is rounding
+        trig = trig[np.exp(y[trig]) - np.exp(base[trig]) > unit]
     which = np.searchsorted(a["starts"], trig, side="right") - 1
     los, his = a["starts"][which], a["ends"][which]
     episodes: list[dict] = []
@@ -192,26 +192,6 @@ def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig) -> list[dict]:
             continue  # a new level set by the relaunch (loss scale, data, config)
         episodes.append(ep)
     return episodes
-
-
-QUANTA = 2  # a rise of at most this many units of the values' resolution is rounding
-_SAMPLE = 20_000
-
-
-def resolution(raw: np.ndarray) -> float | None:
-    """The unit the values are printed in, where they are rounded to one (``0.0001``,
-    ``0.0002``: a loss at 4 decimals near zero): the least gap between two distinct
-    values (of a sample), when nearly every value is a whole number of it; else None."""
-    v = raw[np.isfinite(raw)][:: max(1, raw.size // _SAMPLE)]
-    distinct = np.unique(v)
-    if distinct.size < 2:
-        return None
-    q = float(np.diff(distinct).min())
-    if q <= 0 or not np.isfinite(q):
-        return None
-    units = v / q
-    whole = np.abs(units - np.round(units)) <= 1e-3 * np.maximum(1.0, np.abs(units) * 1e-6)
-    return q if whole.mean() >= 0.95 else None
 
 
 def _lone_spike(ep: dict, a: dict[str, np.ndarray], cfg: SpikeConfig) -> bool:

@@ -154,27 +154,17 @@ def _stopped(ctx: Context, parts: list[pl.DataFrame]) -> pl.DataFrame | None:
     ]
     if not said:
         return None
-    shown = pl.concat(parts) if parts else None
+    loss_steps = set()
+    for part in parts:
+        bad_loss = part.filter(pl.col("metric") == "loss").select("segment", "step")
+        loss_steps.update(bad_loss.iter_rows())
     rows = []
     for e in said:
-        seg = e.segment or 0
-        step = e.step
-        if e.step_source == "record":
-            known = (
-                shown is not None
-                and shown.filter(
-                    (pl.col("segment") == seg)
-                    & (pl.col("step") == step)
-                    & (pl.col("metric") == "loss")
-                ).height
-            )
-            step = step if known else step + 1
-        value = (
-            "inf"
-            if "inf" in (e.text or "").lower() and "nan" not in (e.text or "").lower()
-            else "nan"
-        )
-        rows.append((seg, step, "loss", value))
+        seg, step = e.segment or 0, e.step
+        if e.step_source == "record" and (seg, step) not in loss_steps:
+            step += 1  # (placed at the record before it: the step after is the one)
+        text = (e.text or "").lower()
+        rows.append((seg, step, "loss", "inf" if "inf" in text and "nan" not in text else "nan"))
     return pl.DataFrame(
         rows,
         schema={"segment": pl.Int32, "step": pl.Int64, "metric": pl.String, "value": pl.String},

@@ -29,7 +29,6 @@ from pydantic import Field
 
 from logbook.detectors._base import Detector, DetectorConfig, finding
 from logbook.detectors._frame import Context
-from logbook.detectors._spike import QUANTA, resolution
 from logbook.schema import Finding
 
 NAME = "short_spike"
@@ -64,8 +63,7 @@ def detect(ctx: Context, cfg: Config) -> list[Finding]:
     )
     if d.height < 2:
         return []
-    q = resolution(d.get_column("loss").to_numpy())
-    unit = QUANTA * q * (1 + 1e-6) if q is not None else 0.0
+    unit = ctx.rounding("loss")
     if d.height > cfg.max_records:  # a longer run: its first records, trajectory only
         start = d.filter(pl.col("lineage") == 0).head(cfg.max_records)
         return _episodes(start, cfg, cfg.first_records, unit) if start.height >= 2 else []

@@ -122,6 +122,7 @@ def _pasted(text: str) -> dict[str, Any] | None:
 
 # an entry of log_history as the Trainer indents it, or as pasted: ``{`` alone on its line
 _OPEN = re.compile(r"^[ \t]*\{[ \t]*$", re.M)
+_STEP_KEY = re.compile(r'^[ \t]*"step"\s*:\s*\d+,?\s*$')
 
 
 def _piece(text: str) -> dict[str, Any] | None:
@@ -152,9 +153,6 @@ def piece_entries(head: list[str]) -> int:
     opens = sum(bool(_OPEN.match(h)) for h in head)
     steps = sum(bool(_STEP_KEY.match(h)) for h in head)
     return min(opens, steps)
-
-
-_STEP_KEY = re.compile(r'^[ \t]*"step"\s*:\s*\d+,?\s*$')
 
 
 def _entry_lines(lines: pl.DataFrame, n: int) -> tuple[list[int], list[int]]:
