@@ -75,6 +75,18 @@ SEEDS: dict[str, tuple[str, ...]] = {
         "fixtures/real/text/tsai_issue639_fastai_fit_one_cycle_tab_table_nan_keyboardinterrupt.log",
         "fixtures/real/text/ultralytics_issue21765_yolov8_negative_box_loss_epochs7_9.log",
     ),
+    "darknet": (
+        "fixtures/real/text/darknet_alexeyab_issue5836_resume_from_save_point_rate_zero_then_minus_nan_avg_loss.log",
+    ),
+    "kv-table": (
+        "fixtures/real/text/guided_diffusion_issue50_imagenet128_fp16_dumpkvs_table_all_nan_sci_notation_step_lg_loss_scale_decreasing.log",
+    ),
+    "sacred": (
+        "fixtures/real/text/tgne_sacred_filestorage_metrics_json_parallel_arrays_four_metrics_100_steps.json",
+    ),
+    "mlflow": (
+        "fixtures/real/text/swahili_stt_mlflow_file_store_metric_file_keras_ctc_loss_plateau_epoch_steps.txt",
+    ),
     "text": ("fixtures/text/unknown_line.log", "fixtures/text/two_runs.log"),
 }
 

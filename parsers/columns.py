@@ -21,6 +21,24 @@ def snake(key: str) -> str:
     return "_" * lead + body if body or lead else "_"
 
 
+def whole_counts(metrics: pl.DataFrame) -> pl.DataFrame:
+    """The schema's integer columns (``samples``, ``tokens``, ``skipped``, ...) of a frame
+    read as floats, as whole numbers; a value that is none (NaN, inf, beyond int64) is
+    left empty."""
+    fix = [
+        c
+        for c, t in metrics.schema.items()
+        if c in METRIC_COLUMNS and METRIC_COLUMNS[c].is_integer() and t.is_float()
+    ]
+    return metrics.with_columns(
+        pl.when(pl.col(c).is_finite() & (pl.col(c).abs() < 9.2e18))
+        .then(pl.col(c).round(0))
+        .cast(pl.Int64, strict=False)
+        .alias(c)
+        for c in fix
+    )
+
+
 def with_core(metrics: pl.DataFrame) -> pl.DataFrame:
     """``step``, ``time`` and ``line`` present (null when unknown), typed as the schema
     says: the stitcher reads them from every part."""

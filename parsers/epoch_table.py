@@ -95,18 +95,41 @@ def _loss_column(cells: list[str]) -> int | None:
     return None
 
 
-def _row(line: str, split: str, width: int) -> list[str] | None:
+def _starts(line: str) -> list[int]:
+    """Where each cell of a space-aligned header begins (cells are two spaces apart)."""
+    return [m.start() for m in re.finditer(r"\S+(?: \S+)*", line)]
+
+
+def _placed(line: str, starts: list[int]) -> list[str] | None:
+    """The cells of a space-aligned row with empty cells (Chainer's ``PrintReport``
+    leaves a validation column blank between validations): each value under the header
+    cell that begins at or before it (a long value pushes the rest a space or two to the
+    right); None where two values fall under one cell or the first is not under the
+    first."""
+    cells = [""] * len(starts)
+    for m in re.finditer(r"\S+", line):
+        k = max((i for i, at in enumerate(starts) if at <= m.start() + 1), default=-1)
+        if k < 0 or cells[k]:
+            return None
+        cells[k] = m.group()
+    return cells if cells[0] else None
+
+
+def _row(line: str, split: str, width: int, starts: list[int] | None = None) -> list[str] | None:
     """The cells of a row under a header of ``width`` columns (None: no such row); a
     progress bar glued after the last cell (YOLO's ``640: 100%|███| 787/787 [...]``)
-    is cut off, its position and length kept as two more cells."""
+    is cut off, its position and length kept as two more cells. ``starts``: where a
+    space-aligned header's cells begin, to place the values of a row with empty cells."""
     s = _COMMENT.sub("", line.strip())
     bar = _BAR.search(s) if split != "|" else None
     if bar is not None:
         s = s[: bar.start()]
     cells = [c.strip() for c in s.strip("|").split("|")] if split == "|" else s.split()
+    if split == " " and starts and 2 <= len(cells) < width and bar is None:
+        cells = _placed(_COMMENT.sub("", line.rstrip()), starts) or cells
     if len(cells) != width or not _EPOCH.fullmatch(cells[0]):
         return None
-    if not all(_value(c) is not None or c.lower() in _MISSING for c in cells[1:]):
+    if not all(_value(c) is not None or c.lower() in _MISSING or not c for c in cells[1:]):
         return None
     return cells + ([bar.group(1), bar.group(2)] if bar else [])
 
@@ -136,6 +159,9 @@ def _tables(texts: list[str]) -> list[Table]:
             i += 1
             continue
         cells, split = head
+        starts = _starts(texts[i]) if split == " " else None
+        if starts is not None and len(starts) != len(cells):
+            starts = None
         rows: list[tuple[int, list[str]]] = []
         j, blank = i + 1, 0
         while j < len(texts) and blank <= _GAP:
@@ -144,7 +170,7 @@ def _tables(texts: list[str]) -> list[Table]:
                 blank += not t.strip()
                 j += 1
                 continue
-            row = _row(t, split, len(cells))
+            row = _row(t, split, len(cells), starts)
             if row is None:
                 break
             rows.append((j, row))
@@ -201,9 +227,11 @@ def sniff(head: list[str]) -> int:
 def _columns(cells: list[str]) -> list[str]:
     """The column each header cell fills."""
     out, taken = [], set()
-    loss = _loss_column(cells)
+    loss, counter = _loss_column(cells), _counter_column(cells)
     for k, c in enumerate(cells):
         if k == 0:
+            name = "step" if counter is None else "epoch"
+        elif k == counter:
             name = "step"
         elif k == loss:
             name = "loss"
@@ -216,6 +244,17 @@ def _columns(cells: list[str]) -> list[str]:
         taken.add(name)
         out.append(name)
     return out
+
+
+_COUNTERS = {"iteration", "iter", "step", "steps", "global_step"}
+
+
+def _counter_column(cells: list[str]) -> int | None:
+    """The column of a counter finer than the first column's epoch (Chainer's
+    ``epoch  iteration  main/loss``): the step then, the epoch a column of its own."""
+    if aliases.norm(cells[0]) not in ("epoch", "epochs"):
+        return None
+    return next((k for k, c in enumerate(cells[1:], 1) if aliases.norm(c) in _COUNTERS), None)
 
 
 _VAL_HEAD = re.compile(r"^\s*Class\s+Images\s")  # YOLO's validation bar, then ``all ...``
@@ -270,10 +309,14 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         if end < len(texts) and _TOTAL_TIME.match(texts[end]):
             end += 1  # (fastai 1's ``Total time: 02:13`` under its table)
         spanned.update(range(first, end))
+        counter = _counter_column(cells)
         for at, row in rows:
-            step = _step(row, len(cells), first_epoch)
+            whole = counter is not None and row[counter].isdigit()
+            step = int(row[counter]) if whole else _step(row, len(cells), first_epoch)
             rec: dict = {"line": numbers[at], "step": step}
-            for col, cell in zip(cols[1:], row[1 : len(cells)], strict=True):
+            for col, cell in zip(cols, row[: len(cells)], strict=True):
+                if col == "step":
+                    continue
                 pct = cell.strip().endswith("%") and not col.endswith("pct")
                 rec[f"{col}_pct" if pct else col] = _value(cell)
             records.append(rec)

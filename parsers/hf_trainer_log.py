@@ -54,7 +54,31 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     parsed = _read(lines, name)
     if parsed.meta.get("steps_numbered") and parsed.metrics.height:
         _bar_steps(parsed, lines)
+    _counted_before(parsed)
     return parsed
+
+
+def _counted_before(parsed: Parsed) -> None:
+    """Records numbered by a bar's position (``1/13000 [...]{'loss': ...}``) where the
+    first records come before any position, as many as the first position counts (a
+    loop wrapped in tqdm shows the iterations done before the one that logs): each
+    record is one step after the position before it, so the run counts from 1."""
+    m = parsed.metrics
+    if "step" not in m.columns or m.height < 2:
+        return
+    step = m.get_column("step")
+    lead = int(step.is_not_null().arg_max() or 0)  # records before the first position
+    rest = step.slice(lead)
+    if lead == 0 or rest.null_count() or int(rest[0]) != lead:
+        return
+    if rest.len() > 1 and not (rest.diff().drop_nulls() == 1).all():
+        return
+    parsed.metrics = m.with_columns(pl.int_range(1, m.height + 1, dtype=pl.Int64).alias("step"))
+    parsed.meta.setdefault("caveats", []).append(
+        f"the first {lead} record(s) come before any progress-bar position: each record "
+        "is taken as the step after the position drawn before it (the bar counts the "
+        "iterations done)"
+    )
 
 
 def _bar_steps(parsed: Parsed, lines: pl.DataFrame) -> None:

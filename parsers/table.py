@@ -132,7 +132,8 @@ def sniff(head: list[str]) -> int:
     if not lossy and _per_run(cols) is None:
         return 0
     named = _run_column(cols) is not None  # (rows then start with a run's name)
-    numeric = all(re.match(r"^\s*\"?[-+.\d]", r) for r in rows[:20])
+    # (a row may start with empty cells: Stable-Baselines3's evaluation rows ``,,10000,``)
+    numeric = all(re.match(r"^\s*\"?[-+.\d]", r.lstrip(sep + " ")) for r in rows[:20])
     if _step_column(cols) is None:
         values = [v for r in rows[:20] for v in r.split(sep)]
         plain = all(re.fullmatch(_PLAIN, v, re.IGNORECASE) for v in values)

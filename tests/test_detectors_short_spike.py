@@ -53,10 +53,12 @@ def test_quiet_on_a_loss_within_the_range_the_excerpt_already_swings_over():
     # UCTransNet's 0.564, 0.417, 0.647, 0.660: x1.35 the median before, but only x1.02
     # the 0.647 two records before: the excerpt's own noise
     assert SHORT(build_context(run_of([367, 368, 369, 370], [0.564, 0.417, 0.647, 0.66]))) == []
-    # out of that range by 1.15x (0.202 over 0.154): a spike, though x1.38 the median only
+    # out of that range by 1.15x (0.202 over 0.154): a rise, x1.38 the median only, in a
+    # series that swings x1.37 a record about its trend: told, as info
     loss = [0.147, 0.125, 0.095, 0.146, 0.154, 0.119, 0.151, 0.202, 0.118]
     (f,) = SHORT(build_context(run_of(list(range(10, 100, 10)), loss)))
-    assert (f.step, f.severity) == (80, "warning")
+    assert (f.step, f.severity) == (80, "info")
+    assert "before; within the excerpt's own swings (x1.37 a record about its trend)" in f.message
     # within the range but x1.5 the median: 201.8 after a warm-up that started at 190.6
     loss = [190.633, 153.861, 135.086, 113.572, 109.87, 116.719, 201.842, 133.516]
     (f,) = SHORT(build_context(run_of(list(range(1, 9)), loss)))
@@ -80,3 +82,26 @@ def test_the_first_records_of_a_longer_run_are_judged_on_their_own():
     # a rise over the first record alone is not judged in a longer run
     loss = [0.42, 0.575, 0.40] + list(np.linspace(0.39, 0.2, 40))
     assert SHORT(build_context(run_of(list(range(1, 44)), loss))) == []
+
+
+def test_a_series_that_swings_every_record_gives_info_a_steady_one_a_spike():
+    # OpenNMT-py's xent going 2.01, 3.82, 2.10, 3.30, 2.21, ... every report: the
+    # excerpt's own noise, each rise told as info
+    loss = [2.01, 3.82, 2.10, 3.30, 2.21, 2.82, 2.60, 3.65, 3.23]
+    found = SHORT(build_context(run_of(list(range(31150, 31600, 50)), loss)))
+    assert [(f.step, f.severity) for f in found] == [(31200, "info"), (31300, "info")]
+    # a jump in a steady descent (chainer's MNIST after a resume) stands out of it
+    loss = [0.1936, 0.0745, 0.0484, 0.037, 0.027, 0.0728, 0.0218, 0.0154, 0.013, 0.0142]
+    (f,) = SHORT(build_context(run_of(list(range(1, 11)), loss)))
+    assert (f.step, f.severity, round(f.score, 3)) == (6, "warning", 1.504)
+    # three records give no swing to measure: judged on the ratio alone
+    (f,) = SHORT(build_context(run_of([1, 2, 3], [6.44, 11.42, 7.16])))
+    assert f.severity == "warning"
+
+
+def test_a_rise_to_the_end_after_one_record_is_a_warning_not_critical():
+    # litgpt's iter 65496..65498: 1.203, 1.582, 1.557, then a traceback: x1.31 one record
+    # on, not recovered; one record says too little of the level to call it critical
+    (f,) = SHORT(build_context(run_of([65496, 65497, 65498], [1.203, 1.582, 1.557])))
+    assert (f.step, f.severity) == (65497, "warning")
+    assert "not recovered by the end of the excerpt" in f.message

@@ -9,7 +9,14 @@ or ``clear_ratio`` (1.5) times their median (the excerpt's own swings are its no
 ``0.56, 0.42, 0.65, 0.66`` is no spike). The finding
 (kind ``loss_spike``) spans the records until the loss is back under ``recovered_ratio``
 (1.2) times the baseline, or the end ("not recovered"), and says that the evidence is
-short. Severity: critical at ``critical_ratio`` (2x) or not recovered, warning otherwise.
+short. Severity: critical at ``critical_ratio`` (2x) or not recovered (after three
+records or more), warning otherwise;
+info when the rise is within the excerpt's own swings: the change in log loss from one
+record to the next, over at least ``swing_pairs`` (4) neighbour pairs that do not touch
+the rise, varies about its median (the trend) by a robust deviation (1.4826 x MAD), and
+the rise stands less than ``swing_ratio`` (3) of those above the trend (a noisy series
+such as ``2.01, 3.82, 2.10, 3.30, 2.21`` swings that much every record; a steady descent
+varies little about its trend, so ``0.048, 0.037, 0.027, 0.073, 0.022`` stays a spike).
 A longer run's first ``max_records`` records (of its trajectory) are judged the same
 way, each against at least ``first_records`` (2) records before it: early in training
 the noise scale of ``loss_spike`` is still that of the warm-up descent, and hides a rise
@@ -49,6 +56,12 @@ class Config(DetectorConfig):
     critical_ratio: float = Field(2.0, gt=1, description="Peak / baseline that is critical.")
     first_records: int = Field(
         2, ge=1, description="Records before the first one judged, at the start of a longer run."
+    )
+    swing_ratio: float = Field(
+        3.0, gt=0, description="Rise (in log) above the trend / the excerpt's swing."
+    )
+    swing_pairs: int = Field(
+        4, ge=1, description="Neighbour pairs outside the rise needed to measure the swing."
     )
 
 
@@ -96,12 +109,16 @@ def _episodes(part: pl.DataFrame, cfg: Config, first: int = 1, unit: float = 0.0
         peak = i + int(np.argmax(loss[i : j + 1]))
         recovered = j + 1 < loss.size
         ratio = min(float(loss[peak]) / base, RATIO_MAX)  # (python floats: no overflow)
-        severe = ratio >= cfg.critical_ratio or not recovered
+        swing = _swing(loss, i, j, cfg)
+        noise = swing is not None and np.log(ratio) - swing[0] < cfg.swing_ratio * swing[1]
+        # (not recovered is critical where the rise stands on three records or more: on
+        # one or two, the excerpt says too little of its level)
+        severe = ratio >= cfg.critical_ratio or (not recovered and i >= 3)
         out.append(
             finding(
                 "loss_spike",
                 NAME,
-                "critical" if severe else "warning",
+                "info" if noise else "critical" if severe else "warning",
                 step=steps[peak],
                 start_step=steps[i],
                 end_step=steps[j],
@@ -111,6 +128,12 @@ def _episodes(part: pl.DataFrame, cfg: Config, first: int = 1, unit: float = 0.0
                     f"loss {loss[peak]:.4g} at step {steps[peak]}, x{ratio:.2f} the "
                     f"{base:.4g} of the {i} record(s) before"
                     + ("" if recovered else "; not recovered by the end of the excerpt")
+                    + (
+                        f"; within the excerpt's own swings (x{np.exp(swing[1]):.2f} a record "
+                        "about its trend)"
+                        if noise
+                        else ""
+                    )
                     + (
                         f" (a short excerpt: {loss.size} records, judged on its own records)"
                         if whole
@@ -128,6 +151,23 @@ def _episodes(part: pl.DataFrame, cfg: Config, first: int = 1, unit: float = 0.0
         )
         i = j + 1
     return out
+
+
+def _swing(loss: np.ndarray, i: int, j: int, cfg: Config) -> tuple[float, float] | None:
+    """The excerpt's trend and swing, in log: the median change from one record to the
+    next and its robust deviation about that, over the neighbour pairs that do not touch
+    the rise over records ``i..j`` (None: fewer than ``swing_pairs`` of them, or no
+    spread). A steady descent varies little about its trend, so a jump in it stands
+    out; a series that swings up and down every record does not."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        steps = np.diff(np.log(loss))
+    outside = np.r_[steps[: max(i - 1, 0)], steps[j + 1 :]]  # pairs (k, k+1) off i..j
+    outside = outside[np.isfinite(outside)]
+    if outside.size < cfg.swing_pairs:
+        return None
+    trend = float(np.median(outside))
+    spread = 1.4826 * float(np.median(np.abs(outside - trend)))
+    return (trend, spread) if spread > 0 else None
 
 
 DETECTOR = Detector(name=NAME, config=Config, fn=detect, kinds=("loss_spike",), doc=__doc__ or "")

@@ -36,6 +36,7 @@ from parsers.columns import snake, with_core
 from parsers.jsonl import columns as jc
 from parsers.jsonl.table import build, shared_alias
 from parsers.reader import Spec
+from parsers.reader.records import epoch_counter
 
 NAME = "jsonl"
 DESCRIPTION = "generic metrics JSONL (one JSON object per line: step, loss, lr, ...)"
@@ -128,6 +129,10 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     )
     ignored = int((blank | comment).sum()) + table.ignored
     metrics, caveats = _epochs_as_steps(table.metrics)
+    metrics, within = _within_epochs(metrics)
+    if within:
+        caveats.append(within)
+        _steps_before(events, metrics)
     return Parsed(
         metrics=with_core(metrics),
         events=events,
@@ -149,6 +154,35 @@ def _epochs_as_steps(metrics: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     return metrics.with_columns(epoch.cast(pl.Int64).alias("step")), [
         "no step in the file: the epoch is the step (a record per epoch)"
     ]
+
+
+def _within_epochs(metrics: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
+    """A step that counts within each epoch (mmcv's ``"epoch": 3, "iter": 50``) counted
+    over the epochs (see :func:`parsers.reader.records.epoch_counter`), and its caveat."""
+    if not {"epoch", "step"} <= set(metrics.columns):
+        return metrics, None
+    counted = epoch_counter(metrics)
+    if "_epoch_len" not in counted.columns:
+        return metrics, None
+    n = int(counted.get_column("_epoch_len")[0])
+    how = "as the log states it" if n < 0 else "the largest step printed in one"
+    caveat = (
+        f"the step counts within each epoch: counted over the epochs with {abs(n)} steps "
+        f"an epoch ({how})"
+    )
+    return counted.drop("_epoch_len"), caveat
+
+
+def _steps_before(events: list[EventBase], metrics: pl.DataFrame) -> None:
+    """Each validation at the step of the last record before it (its own counter is the
+    epoch's, or the evaluation's)."""
+    lines = metrics.get_column("line").to_numpy()
+    steps = metrics.get_column("step").to_numpy()
+    for ev in events:
+        if ev.kind != "validation" or ev.source is None or ev.source.line is None:
+            continue
+        i = int(np.searchsorted(lines, ev.source.line)) - 1
+        ev.step = int(steps[i]) if i >= 0 else None
 
 
 _NULL_KEY = r'"([^"\\]{1,200})"\s*:\s*null\b'

@@ -5,7 +5,8 @@ evaluation values (keys starting ``eval_``, ``val_``, ``valid_``, ``validation_`
 ``test_`` once snake_cased) becomes a ``validation`` event: written as a record it would
 repeat its step and look like a rewind. A row with no numeric value at all, or without
 a step in a file whose other rows have one (a config or metadata line), is counted as
-ignored.
+ignored. A row that says it is an evaluation (mmcv's ``*.log.json``: ``"mode": "val"``
+beside ``"mode": "train"`` rows) is a ``validation`` event, whatever keys it holds.
 """
 
 from __future__ import annotations
@@ -138,7 +139,20 @@ def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:
         if rest:
             exprs[_name(sn)] = pl.coalesce(rest)
     table = raw.select(**exprs).with_columns(line, time)
-    return _split(table)
+    return _split(table, _eval_mode(raw))
+
+
+# mmcv's JSON log (``*.log.json``) says what each row is: ``"mode": "train"`` or ``"val"``
+_EVAL_MODES = ("val", "eval", "test", "valid", "validation")
+
+
+def _eval_mode(raw: pl.DataFrame) -> pl.Series | None:
+    """The rows whose ``mode`` key names an evaluation (None: no such key)."""
+    if "mode" not in raw.columns or raw.schema["mode"] != pl.String:
+        return None
+    mode = raw.get_column("mode").str.to_lowercase()
+    hit = mode.is_in(_EVAL_MODES).fill_null(False)
+    return hit if hit.any() and mode.eq("train").any() else None
 
 
 _PROGRESS = {"epoch", "percentage", "total_steps", "max_steps", "progress", "epoch_pct"}
@@ -146,7 +160,19 @@ _PROGRESS = {"epoch", "percentage", "total_steps", "max_steps", "progress", "epo
 _CLOSING = {"elapsed_time", "remaining_time", "throughput", "total_tokens"}
 
 
-def _split(table: pl.DataFrame) -> Table:
+def _split(table: pl.DataFrame, eval_mode: pl.Series | None = None) -> Table:
+    if eval_mode is not None:  # (mmcv: the rows of an evaluation mode are evaluations)
+        rest = _split(table.filter(~eval_mode))
+        told = table.filter(eval_mode)
+        core = ["line", "time"] + (["step"] if "step" in told.columns else [])
+        values = [
+            c for c in told.columns if c not in core and told.get_column(c).is_not_null().any()
+        ]
+        told = told.select(
+            *core, *(pl.col(c).alias(c if jc.EVAL.match(c) else f"val_{c}") for c in values)
+        )
+        evals = pl.concat([rest.evals, told], how="diagonal_relaxed").sort("line")
+        return Table(rest.metrics, evals, rest.ignored)
     evals = [c for c in table.columns if jc.EVAL.match(c)]
     core = {"line", "time", "step"}
     train = [c for c in table.columns if c not in core and c not in evals]

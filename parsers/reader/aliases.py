@@ -28,6 +28,15 @@ ALIASES: dict[str, str] = {
     "num_updates": STEP,
     "update": STEP,
     "updates": STEP,
+    "tick": STEP,  # StyleGAN's ``tick 1  kimg 4.0  time 1m 02s``
+    "total_train_updates": STEP,  # ParlAI (its ``updates``: the interval's count)
+    # RL: the environment steps so far (Stable-Baselines3's ``time/total_timesteps``,
+    # baselines' ``misc/total_timesteps`` and PPO1's ``TimestepsSoFar``)
+    "time_total_timesteps": STEP,
+    "misc_total_timesteps": STEP,
+    "total_timesteps": STEP,
+    "timesteps_so_far": STEP,
+    "timestepssofar": STEP,
     "train_step": STEP,
     "training_iteration": STEP,
     "iter_train": STEP,
@@ -55,6 +64,7 @@ ALIASES: dict[str, str] = {
     "global_avg_loss": "loss",  # torchtitan's descendants: ``global_avg_loss=11.10``
     "loss_is": "loss",  # MindSpore's LossMonitor: ``epoch: 1 step: 100, loss is 2.3456``
     "train_loss": "loss",
+    "train_epoch_loss": "loss",  # PEFT's examples: the epoch's mean training loss
     "training_loss": "loss",
     "reduced_train_loss": "loss",
     "train_loss_step": "loss",

@@ -23,11 +23,18 @@ TICK_CLOSE = r"([^`])`\s*$"
 # launcher / rank tags, possibly several (``[rank0]:[titan] ``, ``host: [default1]: ``,
 # TorchX's ``[trainer0|0]:``),
 # and line numbers of a paste (``[1744] ``, the first one cut to ``1743] ``)
-RANK = (
-    r"^\s*(?:(?:\[(?:rank|default|RANK|Rank)?\s*\d+\]\s*:?|\[\d+(?:,\d+)*\]<std(?:out|err)>:?"
+_TAGS = (
+    r"\[(?:rank|default|RANK|Rank)?\s*\d+\]\s*:?|\[\d+(?:,\d+)*\]<std(?:out|err)>:?"
     r"|\[[A-Za-z_][\w-]*\|\d+\]:"  # TorchX: ``[trainer0|0]:``
-    r"|[\w.-]+:\s+\[default\d+\]:|\d{1,5}:(?:\s|$)|^\d{1,7}\]\s)\s*)+"
+    r"|[\w.-]+:\s+\[default\d+\]:|^\d{1,7}\]\s"
 )
+# srun --label's ``0: ``; not a number before a value (WaveGlow's ``5038:<TAB>nan``,
+# Darknet's ``174: 933.3, ...``: the iteration), where a label precedes a log line's
+# words or its time stamp
+_LABEL = r"\d{1,5}:(?:\s|$)"
+RANK = rf"^\s*(?:(?:{_TAGS}|{_LABEL})\s*)+"
+RANK_TAGS = rf"^\s*(?:(?:{_TAGS})\s*)+"
+_VALUED = r"^\s*\d{1,5}:\s+[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)(?:[,\s]|$)"
 # date-time stamps in the common spellings: ISO order, the ``%m/%d/%Y %H:%M:%S`` of
 # Python loggers set up the Hugging Face way (nanotron, accelerate), and without a year
 # (detectron2, nanotron since 2025)
@@ -66,6 +73,10 @@ CALL_AT = (
 # ``[INFO|2024-12-08 01:11:13]``): what it holds are no metrics
 _LEVEL = r"(?i:debug|info|warning|warn|error|critical|fatal|trace|notice)"
 LOGGER_TAG = rf"(?:^|\s)\[(?:{_LEVEL}|[A-Za-z]\w*=[\w.-]*)(?:\|[^\[\]|]{{1,80}})+\]:?(?:\s|$)"
+TENSOR_VALUE = r"([=:]\s*)tensor\(\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))[^()]*\)"
+# ESPnet2's ``3epoch:train:1-375batch:``, the mean over batches 1..375 of epoch 3: read
+# as ``epoch 3, batch 375:`` (the batch counts within its epoch)
+ESPNET_RANGE = r"\b(\d{1,9})epoch:train:(\d{1,12})-(\d{1,12})batch:\s*"
 _TYPO = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " "}
 
 
@@ -88,19 +99,33 @@ def cleaned(text: pl.Series) -> pl.DataFrame:
     if text.str.contains(" pid=", literal=True).any():
         frame = frame.with_columns(s.str.replace(RAY, "").str.replace(RAY_REPEAT, ""))
     if frame.get_column("s").str.contains(RANK).any():
-        frame = frame.with_columns(s.str.replace(RANK, ""))
+        valued = s.str.contains(_VALUED)
+        frame = frame.with_columns(
+            pl.when(valued).then(s.str.replace(RANK_TAGS, "")).otherwise(s.str.replace(RANK, ""))
+        )
     if text.str.contains(r"\SEpoch \d{5}: ").any():
         frame = frame.with_columns(s.str.replace(KERAS_GLUED, "$1"))
     if text.str.contains(r"[IWEF]\d{4} ").any():
         frame = frame.with_columns(s.str.replace(GLOG, ""))
     if text.str.contains(">>", literal=True).any():
         frame = frame.with_columns(s.str.replace(LOGGER_AT, " "))
-    if text.str.contains(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):").any():
+    # (tested on the line as cleaned so far: a ``>`` quote mark before the level)
+    if (
+        frame.get_column("s")
+        .str.contains(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL):")
+        .any()
+    ):
         frame = frame.with_columns(s.str.replace(PYLOG, ""))
     if text.str.contains(".py", literal=True).any():
         frame = frame.with_columns(s.str.replace(SOURCE_AT, " "))
     if text.str.contains(r":\d+[\]:]").any():
         frame = frame.with_columns(s.str.replace(CALL_AT, " "))
+    if text.str.contains("tensor(", literal=True).any():
+        # a value printed as a scalar tensor behind its key (``train_epoch_loss=tensor(
+        # 21.3289, device='cuda:0')``): its number (a tensor alone on a line stays)
+        frame = frame.with_columns(s.str.replace_all(TENSOR_VALUE, "$1$2"))
+    if text.str.contains("epoch:train:", literal=True).any():
+        frame = frame.with_columns(s.str.replace(ESPNET_RANGE, "epoch $1, batch $3: "))
     # (the stamp first: a tag may hold it)
     frame = frame.with_columns(s.str.extract(f"({STAMP})", 1).alias("stamp"))
     if text.str.contains("|", literal=True).any():

@@ -51,7 +51,11 @@ CRASH_CAUSES = [
         r"Loss is (?:nan|inf|-inf|NaN|Inf), stopping training|[Ll]oss (?:became|is) "
         r"(?:infinite|NaN|nan)(?: or NaN)? at iteration"
         r"|Batch \d+: Invalid loss, terminating training"  # Keras' TerminateOnNaN
-        r"|Model diverged with loss = NaN",  # TensorFlow's NanTensorHook
+        r"|Model diverged with loss = NaN"  # TensorFlow's NanTensorHook
+        r"|training criterion is not a number \(NAN\)"  # CNTK's stop
+        r"|[Ll]oss [Ee]xploded (?:to \S+ )?at step \d"  # keithito's Tacotron
+        # LL3DA's loop and its forks: ``Loss in not finite. Terminate training.``
+        r"|(?i:loss (?:is|in) (?:not finite|nan|inf)\W{1,3}(?:terminat|stop|abort))",
     ),
     (
         "time_limit",
@@ -59,7 +63,8 @@ CRASH_CAUSES = [
         r"|walltime \d+ exceeded limit|TIME LIMIT EXCEEDED",
     ),
     ("node_failure", r"DUE TO NODE FAIL|NODE_FAIL"),
-    ("cancelled", r"CANCELLED AT|Job step aborted"),
+    # (Slurm's ``error: *** STEP 1942963.1 ON node CANCELLED AT ...``, also cut short)
+    ("cancelled", r"CANCELLED AT|Job step aborted|\*\*\* (?:STEP|JOB) \d+(?:\.\d+)? ON\b"),
     ("interrupted", r"^KeyboardInterrupt|\bKeyboardInterrupt: |^\^C\s*$"),
     (
         "abort",
@@ -67,20 +72,31 @@ CRASH_CAUSES = [
         r"|Aborted \(core dumped\)|^zsh: abort |^\w+: line \d+: +\d+ Aborted",
     ),
     # (the shell's ``Killed``, on its own line or glued onto a bar it cut short)
-    ("sigkill", r"SIGKILL|(?:^|[\d\]])Killed\s*$"),
+    # (also bold in a paste, ``**Killed**``, and a shell's job report: ``run.sh: line 66:
+    # 777016 Killed``)
+    (
+        "sigkill",
+        r"SIGKILL|(?:^|[\d\]]|\*\*)Killed(?:\*\*)?[`\s]*$|^[\w./-]+: line \d+: +\d+ Killed\b"
+        # DeepSpeed's launcher (``[launch.py:315:sigkill_handler] Killing subprocess N``):
+        # a worker is gone, the others are killed
+        r"|(?:sigkill_handler\]\s*)?Killing subprocess \d+",
+    ),
     ("sigterm", r"SIGTERM|received signal 15"),
     # Megatron's --exit-interval and --exit-duration-in-mins: a checkpoint saved, then out
     ("planned_exit", r"exiting program at iteration \d+|exiting program after [\d.]+ minutes"),
     (
         "process_exit",
         r"[Ee]xited with exit code [1-9]|exits with return code = -?[1-9]|exitcode *: *-?[1-9]"
+        r"|Sending process \d+ closing signal SIG"  # torchrun stopping the other workers
         r"|[Tt]raining errored after \d+ iterations|^\s*(?:\[\d+\] +)?\d+ (?:exit \d+|killed"
         r"|interrupt) {2}\S",
     ),
     (
         "exception",
         r"^(?:\w+\.)*\w*(?:Error|Exception):|\b(?:Uncaught|Unhandled) (?:\w+\.)*\w*(?:Error"
-        r"|Exception)\b",
+        r"|Exception)\b"
+        r"|Error reported to Coordinator: "  # TensorFlow's: a worker thread raised
+        r"|^EXCEPTION occurred: ",  # CNTK's
     ),
 ]
 RESUME = (
@@ -88,7 +104,8 @@ RESUME = (
     r"Starting training from iteration \d|"  # detectron2's launch (0: a fresh one)
     r"loaded checkpoint|load(?:ed|ing)? (?:model )?(?:state )?from checkpoint|"
     r"continuing training from|restor(?:ed|ing) (?:from )?checkpoint|"
-    r"resume_from_checkpoint|auto[- ]?resum"
+    r"resume_from_checkpoint|auto[- ]?resum|"
+    r"Restoring parameters from \S*ckpt-\d"  # TensorFlow's Saver, from a step's checkpoint
 )
 SAVE = (  # (not a command line's ``--save model.pt`` flag)
     r"(?i)(?:^|[^-\w])sav(?:e|ed|ing) (?:model )?(?:checkpoint|ckpt|model)|checkpoint saved|"
@@ -108,6 +125,12 @@ OVERFLOW = (
     r"OVERFLOW!|(?i:grad(?:ient)? overflow|overflow detected|skipping step)|"
     r"Attempted loss scale|loss scale (?:reduced|decreased)|setting loss scale to|"
     r"Found inf or nan, current scale is"  # Paddle's GradScaler
+    r"|optimizer not run, scale_before"  # PaddleNLP's Trainer
+    r"|found inf during \w+ step"  # ColossalAI's ShardedOptimizerV2
+    r"|Found NaN, decreased lg_loss_scale"  # guided-diffusion's fp16 trainer
+    # a step skipped for a non-finite gradient or loss (ESPnet's ``The grad norm is nan.
+    # Skipping updating the model.``, ``Loss in not finite. Skip this training step.``)
+    r"|(?i:(?:grad(?:ient)? norm|loss) (?:is|in) (?:not finite|nan|inf)\b.{0,40}\bskip)"
 )
 OVERRIDE = r"^Overriding: (\w+) = (.+)$|^(?:--)?(learning_rate|lr)\s*[=:]\s*([-+.\deE]+)\s*$"
 # a scheduler's message: Keras' ``Epoch 00005: ReduceLROnPlateau reducing learning rate
@@ -153,6 +176,9 @@ _SCALES = re.compile(
     r"to)\D{0,12}?(\d[\d.eE+-]*)"
 )
 # apex's ``Skipping step, loss scaler 0 reducing loss scale to 1.52587890625e-05``
+# PaddleNLP's ``optimizer not run, scale_before: 0.25, scale_after: 0.125``
+_BEFORE_AFTER = re.compile(r"scale_before:\s*(\d[\d.eE+-]*),\s*scale_after:\s*(\d[\d.eE+-]*)")
+_CKPT_STEP = re.compile(r"Restoring parameters from \S*ckpt-(\d{1,15})\b")
 _START_ITER = re.compile(r"Starting training from iteration (\d{1,12})\b")
 _NEW_SCALE = re.compile(r"(?i)(?:reducing|setting) loss scale to:?\s*(\d[\d.eE+-]*)")
 _BAR = re.compile(r"\b(\d{1,12})/\d+ \[")  # a tqdm bar's position: ``378/2724 [``
@@ -178,7 +204,7 @@ def read_event(s: str, line: int, name: str) -> EventBase | None:
     if _OVERFLOW.search(s):
         if step is None and (bar := _BAR.search(s)):
             step = int(bar.group(1)) + 1  # glued to a progress bar: the step it is on
-        m = _SCALES.search(s)
+        m = _SCALES.search(s) or _BEFORE_AFTER.search(s)
         old, new = (_float(m.group(1)), _float(m.group(2))) if m else (None, None)
         if m is None and (m := _NEW_SCALE.search(s)):
             new = _float(m.group(1))
@@ -191,6 +217,8 @@ def read_event(s: str, line: int, name: str) -> EventBase | None:
     if _RESUME.search(s):
         if m := _START_ITER.search(s):  # the 0-based iteration it runs first
             step = max(int(m.group(1)) - 1, 0)
+        elif m := _CKPT_STEP.search(s):  # the step the checkpoint was saved at
+            step = int(m.group(1))
         return Restart(resume_step=step, source=src, text=text)
     if _SAVE.search(s):
         return CheckpointSave(step=step, source=src, text=text)

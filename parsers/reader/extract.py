@@ -193,6 +193,8 @@ def _events(
             continue  # every rank says it: one event
         if ev.kind == "checkpoint_save" and _same_save(out, ev, rec_lines):
             continue  # ``Saving checkpoint at .../10`` then its ``Saving weights: 100%`` bar
+        if ev.kind == "restart" and _same_resume(out, ev, rec_lines):
+            continue  # one resume printed twice (two handlers on one logger)
         out.append(ev)
     out.sort(key=lambda e: e.source.line if e.source else 0)
     return out, pl.Series("line", lines, pl.Int64)
@@ -205,6 +207,21 @@ def _same_save(out: list[EventBase], ev: EventBase, rec_lines: np.ndarray) -> bo
     if prev is None or prev.source is None or ev.source is None:
         return False
     if prev.step is not None and ev.step is not None and prev.step != ev.step:
+        return False
+    lo, hi = prev.source.line or 0, ev.source.line or 0
+    between = int(np.searchsorted(rec_lines, hi)) - int(np.searchsorted(rec_lines, lo, "right"))
+    return between == 0
+
+
+def _same_resume(out: list[EventBase], ev: EventBase, rec_lines: np.ndarray) -> bool:
+    """Whether a resume line repeats the one just before it: the same step and words, no
+    record between them."""
+    prev = out[-1] if out else None
+    if prev is None or prev.kind != "restart" or prev.source is None or ev.source is None:
+        return False
+    if getattr(prev, "resume_step", None) != getattr(ev, "resume_step", None):
+        return False
+    if (prev.text or "").strip() != (ev.text or "").strip():
         return False
     lo, hi = prev.source.line or 0, ev.source.line or 0
     between = int(np.searchsorted(rec_lines, hi)) - int(np.searchsorted(rec_lines, lo, "right"))
@@ -369,7 +386,7 @@ def _validation(s, t: Template, line, name, rec_lines, rec_steps) -> Validation 
     if step is None:
         step = _step_before(line, rec_lines, rec_steps) if len(rec_lines) else None
     low = s.lower()
-    split = "val" if "val" in low else "eval" if "eval" in low else "test"
+    split = "val" if "val" in low or " cv " in low else "eval" if "eval" in low else "test"
     src = Source(file=name, line=line)
     return Validation(step=step, split=split, values=values, source=src, text=s[:300])
 

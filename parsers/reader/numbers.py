@@ -2,9 +2,10 @@
 
 A value token is a decimal number (``12``, ``-1.5``, ``.5``, ``1.2E+01``, ``193,831``
 with thousands separators) or a non-finite word (``nan``, ``NaN``, ``NAN``, ``inf``,
-``-inf``, ``Infinity``), starting at a word boundary: the digit of ``layer3`` or
-``mtp_1`` is part of a name, not a value. What follows the number directly (``ms``,
-``s``, ``%``, ``GiB``, ``k``, ``M``) is its unit, read by :func:`unit_scale`.
+``-inf``, ``Infinity``, also padded to a width: ``0000nan``, ``nanxxx``), starting at a
+word boundary: the digit of ``layer3`` or ``mtp_1`` is part of a name, not a value.
+What follows the number directly (``ms``, ``s``, ``%``, ``GiB``, ``k``, ``M``) is its
+unit, read by :func:`unit_scale`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ import polars as pl
 # The same pattern serves Python's ``re`` (templates) and polars' Rust regex (columns).
 _DIGITS = r"(?:\b[0-9]{1,3}(?:,[0-9]{3})+\b|\b[0-9]+(?:\.[0-9]*)?|\B\.[0-9]+)"
 _NONFINITE = r"(?:[Nn]a[Nn]|NAN|[Ii]nf(?:inity)?|INF)"
-NUMBER = rf"[-+]?(?:{_DIGITS}(?:[eE][-+]?[0-9]+)?|\b{_NONFINITE}\b)"
+# (a fixed-width format pads a non-finite word as it pads digits: C's ``%07.5f`` prints
+# ``0000nan``, Python's ``{:x<6f}`` (PaddleOCR) ``nanxxx``; first, or ``0000`` would be
+# read as a zero)
+_PADDED = rf"\b0*{_NONFINITE}x*\b"
+NUMBER = rf"[-+]?(?:{_PADDED}|{_DIGITS}(?:[eE][-+]?[0-9]+)?)"
 NUMBER_RE = re.compile(NUMBER)
 # A number as the whole value (a quoted string value, a CSV cell).
 WHOLE_NUMBER = re.compile(rf"^\s*{NUMBER}\s*$")
@@ -53,7 +58,9 @@ def to_float(col: pl.Expr, commas: bool = True) -> pl.Expr:
     tokens may hold some), nan/inf read."""
     if commas:
         col = col.str.replace_all(",", "", literal=True)
-    return col.cast(pl.Float64, strict=False)
+    # a padded non-finite word (``0000nan``, ``nanxxx``) read without its padding
+    bare = col.str.strip_chars_end("x").str.strip_chars_start("0")
+    return pl.coalesce(col.cast(pl.Float64, strict=False), bare.cast(pl.Float64, strict=False))
 
 
 def to_int(col: pl.Expr, commas: bool = True) -> pl.Expr:

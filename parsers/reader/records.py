@@ -68,13 +68,17 @@ def finished(
         out.replace_column(out.get_column_index(name), out.get_column(name).rechunk())
     if not out.get_column("line").is_sorted():
         out = out.sort("line", maintain_order=True)
-    counted = _per_epoch(_bare_counter(_finer_counter(typed(out))))
-    return _epoch_counter(counted, _stated_epoch_len(df)), continued
+    counted = _per_epoch(_counted_total(_bare_counter(_finer_counter(typed(out)))))
+    return epoch_counter(counted, _stated_epoch_len(df)), continued
 
 
 # an epoch's summary that states how many steps it has (Time-Series-Library's
 # ``Epoch: 18, Steps: 569 | Train Loss: ...``)
-_EPOCH_STEPS = r"(?i)\bepoch\b\W*\d+\W+(?:steps|iters|iterations|batches)\W{0,3}(\d+)\b"
+# (TRACE's ``Beginning of Epoch 1/18, Total Micro Batches 8`` too)
+_EPOCH_STEPS = (
+    r"(?i)\bepoch\b\W*\d+(?:/\d+)?\W+(?:total\s+)?(?:micro\s+)?"
+    r"(?:steps|iters|iterations|batches)\W{0,3}(\d+)\b"
+)
 
 
 def _stated_epoch_len(df: pl.DataFrame) -> int | None:
@@ -82,10 +86,27 @@ def _stated_epoch_len(df: pl.DataFrame) -> int | None:
     every such line), else None."""
     other = df.filter((pl.col("kind") != "record").fill_null(True))
     told = other.get_column("body").str.extract(_EPOCH_STEPS, 1).drop_nulls()
+    if told.len() == 0:
+        told = _espnet_epoch_len(other.get_column("body"))
     if told.len() == 0 or told.n_unique() != 1 or len(told[0]) > 9:
         return None
     n = int(told[0])
     return n if n > 0 else None
+
+
+# ESPnet2's ``7epoch results: [train] ... total_count=52549``: the iterations so far
+_RESULTS = r"\b(\d{1,6})epoch results: .*?\btotal_count=(\d{1,12})\b"
+
+
+def _espnet_epoch_len(body: pl.Series) -> pl.Series:
+    """The steps an epoch has, from ESPnet2's epoch results (the iterations so far over
+    the epochs so far, where that divides)."""
+    got = body.str.extract_groups(_RESULTS).struct.unnest().drop_nulls()
+    if got.height == 0:
+        return pl.Series([], dtype=pl.String)
+    epochs, total = (got.get_column(c).cast(pl.Int64) for c in got.columns)
+    whole = (epochs > 0) & (total % epochs.clip(1) == 0)
+    return (total // epochs.clip(1)).filter(whole).cast(pl.String)
 
 
 def _finer_counter(out: pl.DataFrame) -> pl.DataFrame:
@@ -111,6 +132,37 @@ def _finer_counter(out: pl.DataFrame) -> pl.DataFrame:
     return out
 
 
+def _counted_total(out: pl.DataFrame) -> pl.DataFrame:
+    """A "total" after the step that counts up from record to record while the step
+    stays (WeNet's ``TRAIN Batch 4/203700``, ``Batch 4/203800``: epoch 4, batch 203700)
+    is the counter, and the number before it the epoch: of the changes from one record
+    to the next (per-rank copies repeat a record: no change), the second number moves
+    in at least 3 in 4 and the first in at most 1 in 4, and where the first stays, the
+    second goes up."""
+    if not {"_total", "step"} <= set(out.columns) or out.height < 3 or "epoch" in out.columns:
+        return out
+    shapes = out.filter(pl.col("_total").is_not_null()).get_column("_shape").unique()
+    if shapes.len() != 1:  # (one record shape prints the pair)
+        return out
+    pair = out.select("step", "_total").filter(pl.all_horizontal(pl.all().is_not_null()))
+    moved = pair.filter(
+        ((pl.col("step").diff() != 0) | (pl.col("_total").diff() != 0)).fill_null(True)
+    )
+    if moved.height < 2:
+        return out
+    d_step, d_total = moved.get_column("step").diff(), moved.get_column("_total").diff()
+    n = moved.height - 1
+    total_moves = int((d_total != 0).sum() or 0)
+    step_moves = int((d_step != 0).sum() or 0)
+    up = int(((d_step == 0) & (d_total > 0)).sum() or 0)
+    stays = int((d_step == 0).sum() or 0)
+    if total_moves < 0.75 * n or step_moves > 0.25 * n or up < 0.9 * stays:
+        return out
+    return out.with_columns(
+        pl.col("step").cast(pl.Float64).alias("epoch"), pl.col("_total").alias("step")
+    ).drop("_total")
+
+
 def _per_epoch(out: pl.DataFrame) -> pl.DataFrame:
     """A step printed with its total that starts over with each epoch (``Epoch [2/5],
     Step [100/600]``) is counted over the epochs: (epoch - first) x total + step."""
@@ -133,7 +185,7 @@ def _bare_counter(out: pl.DataFrame) -> pl.DataFrame:
     """Two bare numbers leading a record (``333 154 Loss=nan Time=0.040``): where the
     first repeats from record to record while the second counts up within it (at four
     repeats in five at least: it goes back where another run starts), they are
-    the epoch and the step in it (counted over the epochs by :func:`_epoch_counter`);
+    the epoch and the step in it (counted over the epochs by :func:`epoch_counter`);
     else the second is no column."""
     if "_counter" not in out.columns:
         return out
@@ -152,10 +204,11 @@ def _bare_counter(out: pl.DataFrame) -> pl.DataFrame:
     ).drop("_counter")
 
 
-def _epoch_counter(out: pl.DataFrame, stated: int | None = None) -> pl.DataFrame:
+def epoch_counter(out: pl.DataFrame, stated: int | None = None) -> pl.DataFrame:
     """A ``step`` that counts within each epoch, printed with no total (MindSpore's
     ``epoch: 27 step: 100, loss is 1.23``; in sink mode every epoch's one record is at
-    its last step): counting from 1, where every new epoch (one more) starts the step
+    its last step): counting from 1 (from 0 where the log states the length: TRACE's
+    ``Epoch 1, Step 0``), where every new epoch (one more) starts the step
     over or repeats it and the step grows within an epoch, the steps are counted over
     the epochs with the length the log states (``stated``, when no step printed
     passes it), else the largest step printed, as the epoch's length: (epoch - first)
@@ -168,23 +221,31 @@ def _epoch_counter(out: pl.DataFrame, stated: int | None = None) -> pl.DataFrame
         return out
     e = epoch.cast(pl.Float64).to_numpy()
     st = step.cast(pl.Float64).to_numpy()
-    if not np.isfinite(e).all() or (e != np.floor(e)).any() or st.min() < 1:
-        return out  # (a counter from 0 says nothing of the epoch's length: its last
-        # step printed may be any before it)
+    if not np.isfinite(e).all() or (e != np.floor(e)).any() or st.min() < 0:
+        return out
+    zero = bool(st.min() == 0)  # (a step counted from 0: its epoch has one more)
+    if zero and stated is None:
+        return out  # (a counter from 0 says nothing of the epoch's length unless the
+        # log states it: its last step printed may be any before it)
     de, ds = np.diff(e), np.diff(st)
-    new = de > 0  # (an epoch going back starts another run pasted after: counted alike)
-    within = de == 0
+    new = de > 0  # (an epoch going back starts another run pasted after: counted alike;
+    # so does one that starts over where the file started: ``epoch 1 iter 150`` then
+    # ``epoch 1 iter 10`` again, two trainings appended to one file)
+    again = (de == 0) & (ds < 0) & (e[1:] == e[0]) & (st[1:] == st[0])
+    within = (de == 0) & ~again
     if not new.any() or not ((de[new] == 1) & (ds[new] <= 0)).all() or (ds[within] <= 0).any():
         return out
-    part = np.concatenate([[0], np.cumsum(de < 0)])
+    part = np.concatenate([[0], np.cumsum((de < 0) | again)])
     length = np.zeros(len(e), dtype=np.int64)
     base = np.zeros(len(e), dtype=np.int64)
     for k in np.unique(part):
         at = part == k
-        length[at], base[at] = int(st[at].max()), 0 if e[at].min() == 0 else 1
+        length[at], base[at] = int(st[at].max()) + zero, 0 if e[at].min() == 0 else 1
     if (length < 1).any():
         return out
     told = stated is not None and bool((length <= stated).all())
+    if zero and not told:
+        return out
     if told:
         length[:] = stated
     counted = (e.astype(np.int64) - base) * length + st.astype(np.int64)
@@ -464,6 +525,11 @@ def _twins(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     # pairs do not chain: the second print of one is not the first of another (the
     # next log's callback line, alike when the loss and the rounded epoch do not move)
     flags = records.select(twin.fill_null(False)).to_series().to_numpy()
+    # where every record is alike (a loss stuck at 0.0, a frozen LR, an epoch rounded to
+    # 0.01), the prints are logs that did not move, not pairs of one log
+    values = [c for c in ("loss", "lr", "epoch") if c in records.columns]
+    if records.height > 2 and records.select(values).n_unique() == 1:
+        flags[:] = False
     drop = np.zeros(flags.size, dtype=bool)
     for i in np.flatnonzero(flags):
         drop[i] = not (i > 0 and drop[i - 1])

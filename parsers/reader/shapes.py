@@ -36,6 +36,8 @@ def prepared(lines: pl.DataFrame, spec: Spec, glued: str | None | bool = True) -
 
 def _prepared(lines: pl.DataFrame, spec: Spec) -> pl.DataFrame:
     text = lines.get_column("text")
+    for pattern, repl in spec.raw_rewrite:
+        text = text.str.replace_all(pattern, repl)
     df = cleaned(text).with_columns(
         lines.get_column("line"), text.str.contains(r"^[ \t]").alias("indented")
     )
@@ -88,6 +90,7 @@ def templates_from(counts: pl.DataFrame, spec: Spec) -> dict[str, Template]:
         out[shape] = template(shape, example[:_EXAMPLE_MAX], spec.aliases, spec.any_value)
         out[shape].count = n
     _side_records(out)
+    _bare_pairs(out)
     _framework_records(out, spec)
     _epoch_summaries(out)
     _cut_records(out)
@@ -156,6 +159,19 @@ def _side_records(temps: dict[str, Template]) -> None:
             continue
         cols = _cols(t)
         if not any(len(cols & c) / len(cols | c) >= 0.5 for c in with_loss):
+            t.kind = None
+
+
+BARE_MIN = 5  # lines of two bare numbers that make a file of them
+
+
+def _bare_pairs(temps: dict[str, Template]) -> None:
+    """Lines of two bare numbers (``1 -0.00138``: a step and its loss) are records only
+    in a file whose records they all are, five or more (else they are digits of some
+    other output: a model's samples, a table's cells)."""
+    records = [t for t in temps.values() if t.kind == "record"]
+    for t in records:
+        if t.bare and (t.count < BARE_MIN or len(records) > 1):
             t.kind = None
 
 

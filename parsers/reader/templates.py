@@ -49,6 +49,7 @@ _EVAL_HEAD = re.compile(
     r"(?:\s*\([^)]{1,20}\))?(?::|\s+\[)"  # (timm's ``Test (EMA): [ 0/195]`` too)
     r"|\((?:val|test)\)|(?i:\[(?:val|valid|validation|eval|test)\])"
     r"|^(?i:val|valid|test|eval)\[\s*\d"  # a ProgressMeter named ``val``: ``val[ 0/40]``
+    r"|\bCV (?:Batch|Epoch|Step|Iter)\b"  # cross-validation: WeNet's ``CV Batch 4/0 loss``
 )
 # a dict record printed by Python or as JSON: its keys are quoted
 _DICT = re.compile(r"\{\s*['\"]")
@@ -59,8 +60,16 @@ _BRACKET_FIELDS = re.compile(r"\[[A-Za-z][\w./ -]{0,30}\]\s*[-+]?(?:\d|\.\d|nan|
 METRICS = ("loss", "lr", "grad_norm")
 _PHASE_WORDS = {"train", "training", "ep"}  # words that name an epoch before its counter
 _EPOCH_KEYS = {"epoch", "training_epoch", "train_epoch", "epoch_train", "epochs", "ep"}
+_OF_EPOCH = re.compile(r"(?i)^(?:training|train) of epoch$")
 # a step key's rank when a line has several (global_step beats the iteration in its epoch)
-STEP_RANK = {"global_step": 0, "globalstep": 0, "num_updates": 1, "step": 2, "iteration": 3}
+STEP_RANK = {
+    "global_step": 0,
+    "globalstep": 0,
+    "total_train_updates": 0,
+    "num_updates": 1,
+    "step": 2,
+    "iteration": 3,
+}
 
 
 @dataclass
@@ -90,6 +99,7 @@ class Template:
     fields: list[Field] = field(default_factory=list)
     dict_line: bool = False
     count: int = 1  # lines of this shape in the file
+    bare: bool = False  # two bare numbers (``1 -0.00138``): a record only in a file of them
     epoch_base: int | None = None  # the number of the first epoch, where the layout says
 
     def columns(self) -> list[Field]:
@@ -197,7 +207,8 @@ def _assign(
     if col == aliases.STEP:
         f.role, f.column = "step", "step"
         return
-    if col == "epoch" or aliases.norm(key) in _EPOCH_KEYS:
+    # (DeepSpeech's ``Training of Epoch 0 - loss: inf``: a phase's epoch)
+    if col == "epoch" or aliases.norm(key) in _EPOCH_KEYS or _OF_EPOCH.search(key):
         f.role, f.column = "epoch", "epoch"
         return
     is_time = col in aliases.TIME_COLUMNS
@@ -224,26 +235,84 @@ def template(
     _batch_in_epoch(t)
     _dedupe(t)
     _unnamed_loss(t, example)
+    _counter_then_value(t, example)
     _lettered_total(t)
+    _total_loss(t)
     t.kind = _kind(t, example, any_value)
     if t.kind == "record":
         _lead_step(t)
     return t
 
 
+# a loop's ``print(loss)`` of a scalar tensor, alone on its line
+_TENSOR_LINE = re.compile(
+    r"^\s*tensor\(\s*[-+]?(?:\d[\d.eE+-]*|nan|inf)\s*(?:,\s*device='[\w:]+')?"
+    r"(?:,\s*(?:dtype=torch\.\w+|grad_fn=<\w+>|requires_grad=True))*\s*\)\s*$"
+)
+
+
 def _unnamed_loss(t: Template, example: str) -> None:
-    """``  10000/ 200000: 2.0322`` (makemore's notebooks): a counter with its total and one
-    value after a colon, nothing named: the value is the loss; so is the one value after
-    a step key's number and its colon (``iter 1: 1.764603``, a loss list typed out)."""
+    """A scalar tensor printed alone on a line (``tensor(3.2207, device='cuda:0')``, a
+    loop's ``print(loss)``) is the loss. ``  10000/ 200000: 2.0322`` (makemore's
+    notebooks): a counter with its total and one value after a colon, nothing named: the
+    value is the loss; so is the one value after a step key's number and its colon
+    (``iter 1: 1.764603``, a loss list typed out)."""
+    if _TENSOR_LINE.match(example) and t.fields:  # ``tensor(3.2207, device='cuda:0')``
+        for f in t.fields:
+            f.column = None
+        t.fields[0].column, t.fields[0].role, t.fields[0].scale = "loss", "value", 1.0
+        return
     roles = [f.role for f in t.fields]
     if roles == ["step", "value"] and t.fields[0].key is not None:
         last = t.fields[1]
     elif roles == ["position", "total", "value"] and ":" not in example[:1]:
         last = t.fields[2]
+    elif roles == ["lead", "value"] and t.fields[1].key is None:
+        # WaveGlow's ``5038:<TAB>nan``, a reference file's ``1 -0.00138``: the iteration
+        # (a whole number), its loss
+        tokens = NUMBER_RE.findall(example)
+        last = t.fields[1]
+        if tokens[:1] and tokens[0].isdigit() and not last.pre.strip() and not last.unit:
+            last.column, t.bare = "loss", True
+            return
     else:
         return
     if last.key is None and last.pre.strip() == ":" and not last.unit:
         last.column = "loss"
+
+
+def _counter_then_value(t: Template, example: str) -> None:
+    """``Train loss 174 0.163115 Grad Norm 0.404827 5.34s/it`` (NVIDIA's Tacotron 2 and
+    WaveGlow): a metric's key, a whole number, then an unnamed value: the whole number
+    is the iteration, the value the metric's (where nothing else is the step)."""
+    if t.step_field() is not None or len(t.fields) < 2:
+        return
+    tokens = NUMBER_RE.findall(example)
+    f, g = t.fields[0], t.fields[1]
+    if not (f.column in METRICS and f.role == "value" and g.role == "value" and g.key is None):
+        return
+    if f.index >= len(tokens) or not tokens[f.index].isdigit() or g.pre.strip() or g.unit:
+        return
+    g.column, g.scale = f.column, f.scale
+    f.role, f.column, f.scale = "step", "step", 1.0
+
+
+def _total_loss(t: Template) -> None:
+    """``Gen Loss Total : 101.349, Mel-Spec. Error : 2.058`` (HiFi-GAN), ``Total Loss:
+    3.2, Mel Loss: ...`` (FastSpeech 2): where no key is the loss itself, the one loss
+    that names itself the total is."""
+    if any(f.column == "loss" for f in t.fields):
+        return
+    total = [
+        f
+        for f in t.fields
+        if f.key and f.role == "value" and _TOTAL_LOSS.search(f.key) and not _EVAL.search(f.key)
+    ]
+    if len(total) == 1:
+        total[0].column = "loss"
+
+
+_TOTAL_LOSS = re.compile(r"(?i)(?=.*\bloss)(?=.*\b(?:total|overall)\b)")
 
 
 def _lettered_total(t: Template) -> None:
@@ -276,11 +345,13 @@ def _epoch_before_position(t: Template) -> None:
 
 
 def _batch_in_epoch(t: Template) -> None:
-    """``Epoch[2] Batch [50]`` (MXNet's Speedometer), ``Epoch 0, batch 500,`` (icefall):
+    """``Epoch[2] Batch [50]`` (MXNet's Speedometer), ``Epoch 0, batch 500,`` (icefall),
+    ``[Epoch 0][Batch 1],`` (GluonCV):
     a batch number bracketed or listed right after the epoch is its step, counted
     within that epoch (``batch 32`` elsewhere is a size)."""
     for f, g in zip(t.fields, t.fields[1:], strict=False):
-        bracketed = g.pre.rstrip().endswith("[") or g.pre.lstrip().startswith(",")
+        # (GluonCV's ``[Epoch 0][Batch 1],``: one bracket closed, the next opened)
+        bracketed = g.pre.rstrip().endswith("[") or g.pre.lstrip().startswith((",", "]["))
         batch = aliases.norm(g.key or "") == "batch"
         if f.role == "epoch" and g.role == "value" and bracketed and batch:
             g.role, g.column = "step", "step"
@@ -441,13 +512,18 @@ def _lead_step(t: Template) -> None:
 
 def truncated(shape: str, records: list[Template]) -> Template | None:
     """The record template a line cut short (at the end of a paste) begins, if any:
-    its shape is the start of a record shape, with at least a step and one value."""
+    its shape is the start of a record shape, with at least a step and one value (or
+    the step and an ellipsis)."""
     n = shape.count("#")
     cut = re.sub(r"[#\w.]+$", "", shape).rstrip()
     for t in records:
         if t.shape == shape or not t.shape.startswith(cut) or len(cut) < 0.3 * len(t.shape):
             continue
         step = t.step_field() or next((f for f in t.fields if f.role == "position"), None)
-        if step is not None and step.index < n - (0 if shape.endswith("#") else 1) + 1:
+        whole = n - (1 if shape.endswith("#") else 0)  # numbers not cut (a cut one may be)
+        # (a step and no value is a record cut short only where its values were left
+        # out on purpose: ``completed step: 101, ...``; ``global step 700: l`` is a cut)
+        elided = shape.rstrip().endswith(("...", "\u2026"))
+        if step is not None and step.index < whole and (whole >= 2 or elided):
             return t
     return None
