@@ -160,3 +160,17 @@ def decode(
         else:
             slow.append({ROW: i, "obj": stringify(obj) if strings else obj})
     return frame, slow, np.array(bad, dtype=np.int64)
+
+
+def whole_file(texts: list[str], name: str, what: str) -> Any:
+    """One JSON document of a file's lines (lines starting with ``#``, a collector's
+    ``# source:`` note, read as empty); an ``InputError`` naming ``what`` where it does
+    not decode."""
+    from logbook.errors import InputError
+
+    body = "\n".join("" if t.lstrip().startswith("#") else t for t in texts)
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{name}: not a readable {what} ({why[:200]})") from None

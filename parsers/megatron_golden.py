@@ -19,7 +19,6 @@ is no record unless another metric has a value there; a JSON ``NaN`` is a real N
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -28,6 +27,7 @@ import polars as pl
 from logbook.errors import InputError
 from logbook.parsed import Parsed
 from parsers.columns import with_core
+from parsers.json_decode import whole_file
 from parsers.reader import aliases
 
 NAME = "megatron-golden"
@@ -50,12 +50,7 @@ def sniff(head: list[str]) -> int:
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
     """One record per step with a value in any metric, at the line of its first value."""
     texts = lines.get_column("text").to_list()
-    body = "\n".join("" if t.lstrip().startswith("#") else t for t in texts)
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{name}: not a readable golden-values file ({why[:200]})") from None
+    data = whole_file(texts, name, "golden-values file")
     if not isinstance(data, dict) or not data:
         raise InputError(f"{name}: not a golden-values file (no metric blocks)")
     columns: dict[str, dict[int, float]] = {}

@@ -12,7 +12,6 @@ is no number (``null``, a string) is left empty.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 
@@ -21,6 +20,7 @@ import polars as pl
 from logbook.errors import InputError
 from logbook.parsed import Parsed
 from parsers.columns import whole_counts, with_core
+from parsers.json_decode import whole_file
 from parsers.reader import aliases
 
 NAME = "sacred"
@@ -61,12 +61,7 @@ def _time(v: object) -> datetime | None:
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
     texts = lines.get_column("text").to_list()
     numbers = lines.get_column("line").to_list()
-    body = "\n".join("" if t.lstrip().startswith("#") else t for t in texts)
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{name}: not a readable Sacred metrics.json ({why[:200]})") from None
+    data = whole_file(texts, name, "Sacred metrics.json")
     if not isinstance(data, dict):
         raise InputError(f"{name}: not a Sacred metrics.json (no metric blocks)")
     columns: dict[str, dict[int, float | None]] = {}

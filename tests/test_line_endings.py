@@ -70,7 +70,7 @@ def test_parse_prints_five_line_counts_that_add_up(monkeypatch, capsys):
     line = next(x for x in out.splitlines() if " lines = " in x)
     assert line == (
         "fixtures/megatron/spike_restart.log: 270 lines = 121 record + 14 event"
-        " + 32 continuation + 103 ignored + 0 unrecognized; 121 records"
+        " + 33 continuation + 102 ignored + 0 unrecognized; 121 records"
     )
     counts = line.split(" = ")[1].split(";")[0]
     n = [int(x) for x in re.findall(r"(\d+) [a-z]+", counts)]
