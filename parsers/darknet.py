@@ -30,7 +30,7 @@ _V = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
 _LINE = rf"^\s*(\d+):\s*{_V},\s*{_V} avg(?: loss)?,\s*{_V} rate,\s*{_V} seconds,\s*(\d+) images"
 MARK = re.compile(_LINE, re.IGNORECASE)
 SPEC = Spec(
-    raw_rewrite=(
+    rewrite=(
         (
             "(?i)" + _LINE,
             "step ${1} loss ${2} loss_avg ${3} lr ${4} step_time_s ${5} samples ${6},",

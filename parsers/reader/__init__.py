@@ -34,9 +34,6 @@ class Spec:
     counter_steps: bool = False  # else (epoch_steps off) the counter i is the step
     convert: Callable[[pl.DataFrame], pl.DataFrame] | None = None  # column fix-ups
     rewrite: tuple[tuple[str, str], ...] = ()  # (regex, replacement) on each cleaned line
-    # (regex, replacement) on each line as it is, before cleaning (which takes a leading
-    # ``174:`` for a rank's prefix)
-    raw_rewrite: tuple[tuple[str, str], ...] = ()
     any_value: bool = False  # a step and any named value make a record (no loss logged)
     # record shapes that are records only in a file with no other record shape (an
     # engine's own progress line beside a script's records)

@@ -36,8 +36,6 @@ def prepared(lines: pl.DataFrame, spec: Spec, glued: str | None | bool = True) -
 
 def _prepared(lines: pl.DataFrame, spec: Spec) -> pl.DataFrame:
     text = lines.get_column("text")
-    for pattern, repl in spec.raw_rewrite:
-        text = text.str.replace_all(pattern, repl)
     df = cleaned(text).with_columns(
         lines.get_column("line"), text.str.contains(r"^[ \t]").alias("indented")
     )
