@@ -81,6 +81,14 @@ SEEDS: dict[str, tuple[str, ...]] = {
     "kv-table": (
         "fixtures/real/text/guided_diffusion_issue50_imagenet128_fp16_dumpkvs_table_all_nan_sci_notation_step_lg_loss_scale_decreasing.log",
     ),
+    "kv-blocks": (
+        "fixtures/real/text/isaaclab_issue5084_rsl_rl_right_aligned_iteration_blocks_hash_rulers_chunk_mid_block.log",
+        "fixtures/real/text/coqui_vits_finetune_trainer_0_log_restore_step_1000000_partial_init_ansi_bold_amp_scaler_halved.log",
+    ),
+    "yolo-results": (
+        "fixtures/real/text/yolov5_face_results_txt_headerless_five_losses_landmark_30_epochs.txt",
+        "fixtures/real/text/soccer_yolov7_results_txt_headerless_55_epochs_cls_zero_single_class.txt",
+    ),
     "sacred": (
         "fixtures/real/text/tgne_sacred_filestorage_metrics_json_parallel_arrays_four_metrics_100_steps.json",
     ),

@@ -32,7 +32,7 @@ from logbook.textio import head_lines, local, read_lines, spool
 from parsers.accounting import count_lines
 from parsers.columns import python_time
 from parsers.reader.copies import drop_rank_copies
-from parsers.reader.fallback import swallowed_exceptions, with_fallback
+from parsers.reader.fallback import crash_evidence, swallowed_exceptions, with_fallback
 
 # name -> (module under ``parsers``, its SNIFF_MAX, whether it reads directories or
 # binary files by ``sniff_path``/``read_path``). The two facts are kept here so that
@@ -71,6 +71,8 @@ _REGISTRY: dict[str, tuple[str, int, bool]] = {
     "csv": ("table", 60, True),
     "lightning-bar": ("lightning_bar", 50, False),
     "kv-table": ("kv_table", 75, False),
+    "kv-blocks": ("kv_blocks", 60, False),
+    "yolo-results": ("yolo_results", 70, False),
     "epoch-table": ("epoch_table", 45, False),
     "text": ("text", 20, False),
 }
@@ -175,6 +177,10 @@ def sniff(path: str | Path) -> str:
     if p.suffix.lower() in PROSE_SUFFIXES:  # markdown is prose, whatever log lines it quotes
         return "chronicle"
     head = head_lines(p, SNIFF_LINES)
+    if _lfs_pointer(head):
+        raise InputError(
+            f"{p}: a Git LFS pointer, not the log itself (fetch the file: git lfs pull)"
+        )
     best = sniff_head(head)
     if best is None:
         if not any(line.strip() for line in head):
@@ -183,6 +189,16 @@ def sniff(path: str | Path) -> str:
             f"{p}: unrecognized log format (give --format; `logbook formats` lists them)"
         )
     return best
+
+
+_LFS_SPEC = "version https://git-lfs.github.com/spec/"
+
+
+def _lfs_pointer(head: list[str]) -> bool:
+    """Whether the lines are a Git LFS pointer (the file was committed to LFS and not
+    fetched): ``version https://git-lfs.github.com/spec/v1``, ``oid``, ``size``."""
+    body = [h for h in head if h.strip() and not h.startswith("# ")]
+    return 2 <= len(body) <= 4 and body[0].startswith(_LFS_SPEC)
 
 
 def sniff_head(head: list[str]) -> str | None:
@@ -209,7 +225,9 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
     if getattr(mod, "STREAMS", False) and streamable(path):
         # a large file, in a format read line by line: in blocks, in bounded memory
         blocks = LineBlocks(path)
-        parsed = drop_rank_copies(mod.parse(blocks, str(path)))
+        parsed = mod.parse(blocks, str(path))
+        # crash evidence among the lines left, read again from the file: those lines only
+        parsed = drop_rank_copies(crash_evidence(parsed, _left_lines(blocks, parsed), str(path)))
         text = blocks.stats
     else:
         lines, text = read_lines(path)
@@ -231,6 +249,16 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
     return parsed, stats
 
 
+def _left_lines(blocks: LineBlocks, parsed: Parsed) -> pl.DataFrame:
+    """The lines of a file read in blocks that ``parsed`` left unrecognized."""
+    left = parsed.unrecognized
+    if left.len() == 0:
+        return pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
+    wanted = left.implode()
+    parts = [b.filter(pl.col("line").is_in(wanted)).select("line", "text") for b in blocks]
+    return pl.concat(parts) if parts else pl.DataFrame(schema={"line": pl.Int64, "text": pl.String})
+
+
 def _python_times(m: pl.DataFrame) -> pl.DataFrame:
     """The metrics with times Python cannot hold as none (see ``python_time``)."""
     if "time" not in m.columns or not m.schema["time"].is_temporal() or m.height == 0:
@@ -250,6 +278,7 @@ def parse_path(path: str | Path, fmt: str, runs: bool = False) -> list[tuple[Par
     out = []
     takes_runs = "runs" in inspect.signature(mod.read_path).parameters
     for part in mod.read_path(p, runs=True) if runs and takes_runs else mod.read_path(p):
+        part.metrics = _python_times(part.metrics)  # (a damaged stamp: no time)
         unrec = part.unrecognized
         lines = int(part.meta.get("lines", 0))
         stats = ParseStats(

@@ -12,9 +12,11 @@ per metric, each with its steps' values::
     }
 
 ``values`` is an object keyed by step (newer files) or a list from ``start_step`` every
-``step_interval`` (older ones). The string ``"nan"`` stands for a step the job did not
-run (the second job of a resume test lists the first job's steps that way): such a step
-is no record unless another metric has a value there; a JSON ``NaN`` is a real NaN.
+``step_interval`` (older ones; from step 1 every step where a copy gives neither, as
+FlagScale's ``{"lm loss:": {"values": [...]}}``). The string ``"nan"`` stands for a step
+the job did not run (the second job of a resume test lists the first job's steps that
+way): such a step is no record unless another metric has a value there; a JSON ``NaN``
+is a real NaN.
 """
 
 from __future__ import annotations
@@ -41,10 +43,18 @@ _VALUE_LINE = re.compile(r'^\s*"(\d+)"\s*:\s*(?=[-+\d.NI])')  # a step keyed to 
 _PLACEHOLDER = "nan"
 
 
+# FlagScale's copies list the values alone: ``{"lm loss:": {"values": [12.3, ...]}}``
+_BARE = re.compile(r'^\s*\{\s*"lm[ _-]loss:?"\s*:\s*\{\s*"values"\s*:\s*\[')
+
+
 def sniff(head: list[str]) -> int:
-    """95 when the head shows a metric block's three keys, else 0."""
+    """95 when the head shows a metric block's three keys, or an ``lm loss`` block of
+    values alone; else 0."""
     text = "\n".join(head[:200])
-    return SNIFF_MAX if all(k in text for k in _KEYS) else 0
+    body = "\n".join(h for h in head[:200] if not h.startswith("#"))  # (a collector's note)
+    if all(k in text for k in _KEYS) or _BARE.match(body):
+        return SNIFF_MAX
+    return 0
 
 
 def parse(lines: pl.DataFrame, name: str) -> Parsed:
@@ -87,7 +97,8 @@ def _values(block: dict[str, Any]) -> dict[int, float]:
     if isinstance(raw, dict):
         pairs = [(k, v) for k, v in raw.items() if str(k).isdigit()]
     elif isinstance(raw, list):
-        start, every = block.get("start_step", 0), block.get("step_interval", 1)
+        # (a list without its start: Megatron counts iterations from 1)
+        start, every = block.get("start_step", 1), block.get("step_interval", 1)
         if not isinstance(start, int) or not isinstance(every, int) or every <= 0:
             return {}
         pairs = [(start + i * every, v) for i, v in enumerate(raw)]

@@ -20,6 +20,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "step",
         "iteration",
         "global_step",
+        "train/global_step",  # the Trainer's step in a W&B run (``_step`` is W&B's count)
         "num_updates",
         "_step",
         "iter",

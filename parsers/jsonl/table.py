@@ -138,7 +138,12 @@ def build(raw: pl.DataFrame, paths: dict[str, str], line: pl.Series) -> Table:
         rest = [numbers[c] for c in cols if c not in used]
         if rest:
             exprs[_name(sn)] = pl.coalesce(rest)
-    table = raw.select(**exprs).with_columns(line, time)
+    if exprs:
+        table = raw.select(**exprs).with_columns(line, time)
+    else:  # (objects without a number: rows of lines only)
+        if time.len() != line.len():
+            time = pl.Series("time", [None] * line.len(), dtype=pl.Datetime("us", "UTC"))
+        table = pl.DataFrame([line, time])
     return _split(table, _eval_mode(raw))
 
 

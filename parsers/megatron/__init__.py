@@ -192,7 +192,8 @@ def _train_iters(texts: pl.Series) -> int | None:
         for text in reversed(texts.slice(max(0, start - _TAIL), min(_TAIL, start)).to_list()):
             m = _RECORD_RE.match(text)
             if m is not None:
-                return int(m.group("total"))
+                total = m.group("total")  # (beyond 64 bits, a damaged line: no plan)
+                return int(total) if len(total) <= 18 else None
     return None
 
 

@@ -24,6 +24,7 @@ ALIASES: dict[str, str] = {
     "i": STEP,  # torch-rnn: ``Epoch 1.00 / 100, i = 10 / 672300, loss = 0.099``
     "global_step": STEP,
     "globalstep": STEP,
+    "global_batch_idx": STEP,  # icefall's and ZipVoice's count over the epochs
     "current_steps": STEP,  # LLaMA-Factory's trainer_log.jsonl
     "num_updates": STEP,
     "update": STEP,
@@ -35,6 +36,7 @@ ALIASES: dict[str, str] = {
     "time_total_timesteps": STEP,
     "misc_total_timesteps": STEP,
     "total_timesteps": STEP,
+    "env_step": STEP,  # Tianshou's bar postfix: environment steps over the epochs
     "timesteps_so_far": STEP,
     "timestepssofar": STEP,
     "train_step": STEP,

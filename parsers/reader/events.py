@@ -96,7 +96,8 @@ CRASH_CAUSES = [
         r"^(?:\w+\.)*\w*(?:Error|Exception):|\b(?:Uncaught|Unhandled) (?:\w+\.)*\w*(?:Error"
         r"|Exception)\b"
         r"|Error reported to Coordinator: "  # TensorFlow's: a worker thread raised
-        r"|^EXCEPTION occurred: ",  # CNTK's
+        r"|^EXCEPTION occurred: "  # CNTK's
+        r"|\bd2\.engine\.train_loop\]: Exception during training",  # detectron2's
     ),
 ]
 RESUME = (

@@ -28,7 +28,9 @@ def template_records(
     """The records of the record-template lines of ``df``, a frame per template
     (``firsts``: the body of each shape's first line in the file, when ``df`` is a
     part of it; else its first line in ``df``)."""
-    rows = df.filter(pl.col("kind") == "record")
+    # (``_seq``: the row's place, so that the records of one line, a redraw's states
+    # glued on it, keep their order on the line whatever their templates)
+    rows = df.with_row_index("_seq").filter(pl.col("kind") == "record")
     if not rows.height:
         return []
     ids = {shape: k for k, shape in enumerate(temps)}
@@ -66,10 +68,72 @@ def finished(
     frames.clear()
     for name in out.columns:  # one column copied at a time, its pieces let go at once
         out.replace_column(out.get_column_index(name), out.get_column(name).rechunk())
-    if not out.get_column("line").is_sorted():
+    if "_seq" in out.columns:
+        line, seq = out.get_column("line"), out.get_column("_seq")
+        # (a sort copies every column: only where the records are out of order)
+        back = (line.diff() == 0) & (seq.diff() < 0)
+        if not line.is_sorted() or bool(back.any()):
+            out = out.sort("line", "_seq", maintain_order=True, nulls_last=True)
+        out = out.drop("_seq")
+    elif not out.get_column("line").is_sorted():
         out = out.sort("line", maintain_order=True)
-    counted = _per_epoch(_counted_total(_bare_counter(_finer_counter(typed(out)))))
+    out, merged = one_key_lines(_epoch_steps(typed(out)))
+    if merged.len():
+        continued = pl.concat([continued.cast(pl.Int64), merged]).sort()
+    counted = _per_epoch(_counted_total(_bare_counter(_finer_counter(out))))
     return epoch_counter(counted, _stated_epoch_len(df)), continued
+
+
+# columns of a record that are no metric of it
+_NOT_VALUES = frozenset({"line", "stamp", "time", "step", "epoch", "source", "segment"})
+
+
+def _epoch_steps(out: pl.DataFrame) -> pl.DataFrame:
+    """``Epoch [613/1000], Train Loss: ...``: the epoch of its total is the step where the
+    epochs of these lines grow from record to record (PaddleOCR logs many a line an
+    epoch: those stay numbered)."""
+    if "_epoch_step" not in out.columns:
+        return out
+    ok = out.get_column("_epoch_step").drop_nulls()
+    if ok.len() > 1 and bool((ok.diff().drop_nulls() > 0).all()):
+        out = out.with_columns(pl.coalesce("step", "_epoch_step").alias("step"))
+    return out.drop("_epoch_step")
+
+
+def one_key_lines(out: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """Records printed one metric a line, each line with its step (TensorFlowTTS's
+    ``(Step: 95400) train_f0_loss = 0.0659.``): the lines of one step in a row, each
+    with another key, are one record (at its first line). Returns the records and
+    the lines merged into the one before them."""
+    none = pl.Series("line", [], pl.Int64)
+    keys = [c for c in out.columns if c not in _NOT_VALUES and not c.startswith("_")]
+    # (a number every line has, a logger's source line ``(base_trainer:831)``, is no
+    # metric of one line)
+    keys = [k for k in keys if out.get_column(k).null_count() > 0]
+    if out.height < 2 or "step" not in out.columns or not keys:
+        return out, none
+    filled = out.select(pl.sum_horizontal(pl.col(k).is_not_null() for k in keys)).to_series()
+    step = out.get_column("step")
+    same = (step == step.shift(1)).fill_null(False)
+    if float((filled == 1).mean() or 0) < 0.8 or float(same.mean() or 0) < 0.5:
+        return out, none
+    group = (~same).cum_sum().alias("_group")
+    # (a key twice in one group is two records of the step: no merging)
+    held = out.select(keys).with_columns(group)
+    twice = held.group_by("_group").agg(
+        pl.sum_horizontal(pl.col(k).is_not_null().sum() > 1 for k in keys).alias("_n")
+    )
+    if twice.get_column("_n").sum():
+        return out, none
+    lines = out.get_column("line")
+    merged = (
+        out.with_columns(group)
+        .group_by("_group", maintain_order=True)
+        .agg(pl.all().drop_nulls().first())
+        .drop("_group")
+    )
+    kept = merged.get_column("line")
+    return merged, lines.filter(~lines.is_in(kept.implode())).cast(pl.Int64)
 
 
 # an epoch's summary that states how many steps it has (Time-Series-Library's
@@ -265,6 +329,8 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int, base: int) -> p
     """One template's rows as columns (``_shape``: the template's number ``k``; ``base``:
     the number of the first epoch)."""
     exprs: list[pl.Expr] = [pl.col("line"), pl.col("stamp"), pl.lit(k, pl.Int32).alias("_shape")]
+    if "_seq" in sub.columns:
+        exprs.append(pl.col("_seq"))
     nums = pl.col("nums")
     # thousands separators are rare: without any, the values are cast as they are
     commas = bool(sub.get_column("body").str.contains(r"\d,\d{3}").any())
@@ -294,7 +360,10 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int, base: int) -> p
     if "epoch" in by_role:
         exprs.append(to_float(by_role["epoch"]).alias("epoch"))
         if epoch_only(t):  # (a whole epoch's number; a fraction is no step)
-            exprs.append(to_int(by_role["epoch"]).alias("step"))
+            # (an epoch of its total is the step only where each epoch has one record:
+            # see :func:`typed`)
+            of_total = any(f.role == "total" for f in t.fields)
+            exprs.append(to_int(by_role["epoch"]).alias("_epoch_step" if of_total else "step"))
     if t.step_field() is None and "epoch" in by_role and "position" in by_role:
         pos_f = next(f for f in t.fields if f.role == "position")
         total_f = next(

@@ -65,6 +65,7 @@ _OF_EPOCH = re.compile(r"(?i)^(?:training|train) of epoch$")
 STEP_RANK = {
     "global_step": 0,
     "globalstep": 0,
+    "global_batch_idx": 0,
     "total_train_updates": 0,
     "num_updates": 1,
     "step": 2,
@@ -348,7 +349,10 @@ def _batch_in_epoch(t: Template) -> None:
     """``Epoch[2] Batch [50]`` (MXNet's Speedometer), ``Epoch 0, batch 500,`` (icefall),
     ``[Epoch 0][Batch 1],`` (GluonCV):
     a batch number bracketed or listed right after the epoch is its step, counted
-    within that epoch (``batch 32`` elsewhere is a size)."""
+    within that epoch (``batch 32`` elsewhere is a size), unless the line counts its
+    steps over the epochs too (ZipVoice's ``global_batch_idx: 50``)."""
+    if any(f.role == "step" for f in t.fields):
+        return
     for f, g in zip(t.fields, t.fields[1:], strict=False):
         # (GluonCV's ``[Epoch 0][Batch 1],``: one bracket closed, the next opened)
         bracketed = g.pre.rstrip().endswith("[") or g.pre.lstrip().startswith((",", "]["))
@@ -364,9 +368,13 @@ def _one_step(t: Template) -> None:
     if len(steps) < 2:
         return
     best = min(steps, key=lambda f: STEP_RANK.get(aliases.norm(f.key or ""), 5))
+    best.column = "step"
     for f in steps:
         if f is not best:
-            f.role, f.column = "value", aliases.column_of(f.key or "step")
+            name = aliases.column_of(f.key or "step")
+            # (``Step:209/281  GlobalStep:210``: the step within the epoch keeps a column
+            # of its own)
+            f.role, f.column = "value", "local_step" if name == "step" else name
 
 
 def _dedupe(t: Template) -> None:
@@ -396,7 +404,10 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
         # (Keras' ``Train on 220 samples, val on 24 samples`` counts data, measures nothing;
         # ``--eval_steps 50 \`` is a command line's)
         return "validation" if (metrics or evaluative) and _measures(t) and not shell else None
-    if t.dict_line and any(aliases.norm(k).startswith("train_runtime") for k in keys):
+    # (the closing dict; a dict that also logs a loss is a record that tells the time
+    # so far: Unsloth's ``{'loss': '14.88', ..., 'train_runtime': '110.7'}``)
+    runtime = any(aliases.norm(k).startswith("train_runtime") for k in keys)
+    if t.dict_line and runtime and not any(aliases.norm(k) == "loss" for k in keys):
         return "summary"
     lead = t.fields and t.fields[0].role in ("lead", "position")
     counted = has_step or lead or _epoch_position(t) or _counted(t) or epoch_only(t)
@@ -461,6 +472,10 @@ def epoch_only(t: Template) -> bool:
     epoch is its step (not a dict's fractional ``'epoch': 0.02``)."""
     roles = [f.role for f in t.fields]
     counters = {"step", "position", "lead", "total"}
+    if "epoch" in roles and roles[roles.index("epoch") + 1 : roles.index("epoch") + 2] == [
+        "total"
+    ]:  # (the epoch of its total: ``Epoch [613/1000], Train Loss: ...``)
+        roles = roles[: roles.index("epoch") + 1] + roles[roles.index("epoch") + 2 :]
     return (
         roles.count("epoch") == 1
         and not counters & set(roles)
