@@ -31,7 +31,8 @@ import polars as pl
 from logbook.parsed import Parsed
 from logbook.schema import EventBase, Source, Validation
 from parsers.columns import whole_counts, with_core
-from parsers.reader import aliases, events
+from parsers.kv_table import events_between
+from parsers.reader import aliases
 from parsers.reader.extract import COMMENT
 from parsers.reader.numbers import NUMBER
 
@@ -238,7 +239,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         metrics = metrics.with_columns(pl.col("step").cast(pl.Int64)).with_columns(
             pl.col(c).cast(pl.Float64) for c in floats
         )
-    found = _events(texts, numbers, used, metrics, name)
+    found = events_between(texts, numbers, used, metrics, name)
     # (a traceback's first line continues the exception it ends with)
     used.update(k for k, t in enumerate(texts) if k not in used and _TRACEBACK.match(t))
     # blank lines and rules are put aside, and so is a dump of settings before the first
@@ -278,24 +279,3 @@ def _validation(
     values = {_column(k): v for k, v in b.values.items()}
     text = texts[b.first].strip()[:300]
     return [Validation(step=int(before[-1]), split="eval", values=values, source=src, text=text)]
-
-
-def _events(
-    texts: list[str], numbers: list[int], used: set[int], metrics: pl.DataFrame, name: str
-) -> list[EventBase]:
-    """Events the lines outside the blocks state (a crash, an overflow), at the step
-    of the block before them."""
-    rec_lines = metrics.get_column("line").to_numpy() if metrics.height else np.zeros(0)
-    rec_steps = metrics.get_column("step").to_numpy() if metrics.height else np.zeros(0)
-    out: list[EventBase] = []
-    for k, t in enumerate(texts):
-        if k in used or not t.strip():
-            continue
-        ev = events.read_event(t.strip(), numbers[k], name)
-        if ev is None:
-            continue
-        i = int(np.searchsorted(rec_lines, numbers[k])) - 1
-        if getattr(ev, "step", None) is None and i >= 0 and ev.kind != "restart":
-            ev.step = int(rec_steps[i])
-        out.append(ev)
-    return out

@@ -116,7 +116,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         metrics = metrics.with_columns(pl.col(c).cast(pl.Float64) for c in floats)
     if rounded:
         caveats.append(f"{rounded} step(s) printed with 3 significant digits (1.53e+05): rounded")
-    found = _events(texts, numbers, used, metrics, name)
+    found = events_between(texts, numbers, used, metrics, name)
     told = {e.source.line for e in found if e.source is not None}
     left = sorted(
         [
@@ -139,11 +139,12 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     )
 
 
-def _events(
+def events_between(
     texts: list[str], numbers: list[int], used: set[int], metrics: pl.DataFrame, name: str
 ) -> list[EventBase]:
-    """The events the lines between tables state; an overflow at the step after the
-    table before it (one step each)."""
+    """The events the lines between records state (``used``: the records' lines); an
+    overflow at the step after the record before it (one step each), another event
+    without a step at that record's step."""
     rec_lines = metrics.get_column("line").to_numpy() if metrics.height else np.zeros(0)
     rec_steps = (
         metrics.get_column("step").cast(pl.Float64).to_numpy() if metrics.height else np.zeros(0)

@@ -95,3 +95,14 @@ def only_run(tmp_path: Path, text: str, name: str = "train.log") -> Run:
     p.write_text(text)
     (run,) = parsers.read_logs(p)
     return run
+
+
+def one_run(path: Path) -> Run:
+    """The one run ``parsers.read_logs`` reads from ``path`` (an error when there are more)."""
+    (run,) = parsers.read_logs(path)
+    return run
+
+
+def column(run: Run, name: str) -> list:
+    """Column ``name`` of the run's records, as a list."""
+    return run.metrics.get_column(name).to_list()

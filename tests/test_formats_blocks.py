@@ -5,10 +5,11 @@ them: each read to exact values."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import parsers
 from tests._cli import invoke
+from tests._rows import column as _col
+from tests._rows import one_run as _one
 
 RSL_RL = """\
 ################################################################################
@@ -35,15 +36,6 @@ RSL_RL = """\
 Traceback (most recent call last):
 RuntimeError: CUDA error: an illegal memory access was encountered
 """
-
-
-def _one(path: Path):
-    (run,) = parsers.read_logs(path)
-    return run
-
-
-def _col(run, name: str) -> list:
-    return run.metrics.get_column(name).to_list()
 
 
 def test_rsl_rl_blocks_are_records_at_their_headers_iteration(tmp_path, monkeypatch, capsys):

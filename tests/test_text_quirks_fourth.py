@@ -5,19 +5,11 @@ FlagScale's golden values, Git LFS pointers, crash and damaged-time cases."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import parsers
 from tests._cli import invoke
-
-
-def _one(path: Path):
-    (run,) = parsers.read_logs(path)
-    return run
-
-
-def _col(run, name: str) -> list:
-    return run.metrics.get_column(name).to_list()
+from tests._rows import column as _col
+from tests._rows import one_run as _one
 
 
 def test_a_global_step_beside_the_step_within_the_epoch_is_the_step(tmp_path):
