@@ -76,10 +76,21 @@ def _payloads(records: pl.DataFrame) -> pl.DataFrame:
     inner = in_parts(records, lambda lf: lf.select("line", cut.alias("payload"), plain))
     other = ~inner.get_column("plain")
     if other.any():
-        head = text.cast(pl.Binary).bin.head(start).cast(pl.String).str.len_chars()
-        exact = records.filter(other).select(text.str.slice(head)).to_series()
+        # (cut again in Python, where a string's offsets count characters whatever the
+        # polars release counts in ``str.find``)
+        texts = records.filter(other).get_column("text").to_list()
+        exact = pl.Series("payload", [_payload(t) for t in texts], dtype=pl.String)
         inner = inner.with_columns(inner.get_column("payload").scatter(other.arg_true(), exact))
     return inner.drop("plain")
+
+
+def _payload(text: str) -> str | None:
+    """The text from the ``{`` of the first mark on (None: no mark)."""
+    for mark in (MARK, HYDRA_MARK):
+        at = text.find(mark)
+        if at >= 0:
+            return text[at + len(mark) - 1 :]
+    return None
 
 
 def _bare_tag(payload: pl.Expr) -> pl.Expr:
