@@ -33,6 +33,7 @@ from logbook.schema import EventBase, Source, Validation
 from parsers.columns import whole_counts, with_core
 from parsers.kv_table import events_between
 from parsers.reader import aliases
+from parsers.reader.clean import ANSI
 from parsers.reader.extract import COMMENT
 from parsers.reader.numbers import NUMBER
 
@@ -66,7 +67,7 @@ _LIST_ITEM = re.compile(r"^\s*- \S")
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
 _NOT_KEY = re.compile(r"(?:Error|Exception|Warning|Traceback\b.*)$|^(?:File|During) ")
 _COMMENT = re.compile(COMMENT)
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ANSI = re.compile(ANSI)
 # a header of evaluation results: the lines after it until the next header are no record
 _EVAL_HEAD = re.compile(r"(?i)^\W*(?:eval(?:uation)?|valid(?:ation)?|test)\b[\w ]*:?\W*$")
 
