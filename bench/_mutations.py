@@ -89,6 +89,10 @@ SEEDS: dict[str, tuple[str, ...]] = {
         "fixtures/real/text/yolov5_face_results_txt_headerless_five_losses_landmark_30_epochs.txt",
         "fixtures/real/text/soccer_yolov7_results_txt_headerless_55_epochs_cls_zero_single_class.txt",
     ),
+    "cyclegan": (
+        "fixtures/real/text/cyclegan_horse2zebra_loss_log_crlf_resume_epoch60_rerun_empty_launch_headers.log",
+        "fixtures/real/text/pix2pix_issue1260_epoch355_d_real_d_fake_zero_discriminator_collapse_g_gan_high.log",
+    ),
     "sacred": (
         "fixtures/real/text/tgne_sacred_filestorage_metrics_json_parallel_arrays_four_metrics_100_steps.json",
     ),

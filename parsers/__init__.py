@@ -33,6 +33,7 @@ from parsers.accounting import count_lines
 from parsers.columns import python_time
 from parsers.reader.copies import drop_rank_copies
 from parsers.reader.fallback import crash_evidence, swallowed_exceptions, with_fallback
+from parsers.reader.overflows import overflow_records
 
 # name -> (module under ``parsers``, its SNIFF_MAX, whether it reads directories or
 # binary files by ``sniff_path``/``read_path``). The two facts are kept here so that
@@ -73,6 +74,7 @@ _REGISTRY: dict[str, tuple[str, int, bool]] = {
     "kv-table": ("kv_table", 75, False),
     "kv-blocks": ("kv_blocks", 60, False),
     "yolo-results": ("yolo_results", 70, False),
+    "cyclegan": ("cyclegan", 85, False),
     "epoch-table": ("epoch_table", 45, False),
     "text": ("text", 20, False),
 }
@@ -233,6 +235,7 @@ def parse_file(path: str | Path, fmt: str | None = None) -> tuple[Parsed, ParseS
         lines, text = read_lines(path)
         parsed = with_fallback(mod, lines, str(path))
         parsed = drop_rank_copies(swallowed_exceptions(parsed, lines))
+    parsed = overflow_records(parsed)
     parsed.metrics = _python_times(parsed.metrics)
     unrec = parsed.unrecognized
     stats = ParseStats(

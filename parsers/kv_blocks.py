@@ -47,6 +47,8 @@ MAPS = (
 )
 SNIFF_MAX = 60
 MIN_VALUES = 2  # numeric values a block needs to be a record
+SNIFF_ONE = 40  # one headed block alone, with ONE_BLOCK_VALUES numeric keys at least
+ONE_BLOCK_VALUES = 5
 
 _RULE = re.compile(r"^\s*([-#=*_~+])\1{4,}\s*$")
 _KV = re.compile(
@@ -61,6 +63,7 @@ _GLOBAL = re.compile(r"(?i)\bglobal[_ ]?(?:step|iter(?:ation)?)s?\b\W{0,3}(\d{1,
 _COUNTER = re.compile(
     r"(?i)\b(?:iteration|iter|step|update|epoch)s?\b\W{0,3}(\d{1,18})(?:\s*/\s*(\d{1,18}))?"
 )
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 _RESULT = re.compile(r"^Result for \S.*:\s*$")
 _LIST_ITEM = re.compile(r"^\s*- \S")
 # a traceback's lines are no keys: ``RuntimeError: CUDA error: ...``
@@ -166,9 +169,20 @@ def _records(blocks: list[_Block]) -> list[_Block]:
 
 def sniff(head: list[str]) -> int:
     """60 for two blocks or more with three shared numeric keys and a step that grows,
-    whose lines are most of the text; else 0."""
+    whose lines are most of the text; 40 for one block under a header with a step and
+    five numeric keys at least, most of the text; else 0."""
     every = _blocks(head)
     blocks = _records(every)
+    filled = sum(1 for t in head if not _aside(t))
+    inside = sum(len(b.lines) for b in every)
+    if len(blocks) == 1 and blocks[0].headed and len(blocks[0].values) >= ONE_BLOCK_VALUES:
+        # one block as people paste it (rsl_rl's ``Learning iteration 8391/10000`` and its
+        # keys): a record where it is most of the text
+        # (a header that is a counter and no more: a record line with keys after it,
+        # detectron2's ``iter: 499  total_loss: ...`` before its evaluation, is not one)
+        bare = len(_NUMBERS.findall(head[blocks[0].first])) <= 3
+        one = bare and blocks[0].step is not None and inside >= 0.5 * max(filled, 1)
+        return SNIFF_ONE if one else 0
     if len(blocks) < 2:
         return 0
     shared = set(blocks[0].values)
@@ -181,8 +195,6 @@ def sniff(head: list[str]) -> int:
     alone = len(known) < 2 and not any(b.headed for b in blocks)
     if not known or alone or any(b <= a for a, b in zip(known, known[1:], strict=False)):
         return 0
-    filled = sum(1 for t in head if not _aside(t))
-    inside = sum(len(b.lines) for b in every)
     return SNIFF_MAX if inside >= 0.5 * max(filled, 1) else 0
 
 

@@ -30,6 +30,7 @@ from parsers import tags as tt
 from parsers.columns import table_columns, with_core
 from parsers.reader import aliases
 from parsers.reader.numbers import to_float
+from parsers.relaunches import relaunches
 
 NAME = "csv"
 DESCRIPTION = "a plain metrics table: CSV/TSV with a header (step,loss,lr,...) or Parquet"
@@ -231,8 +232,9 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
             f"a column per run ({len(cols)} runs: {cols[0]}, ...), no step column: row k is "
             f"step k of every run; no header names the metric: the values read as the loss"
         ]
+    events = [*evals, *relaunches(metrics, name)]
     return Parsed(
-        metrics=metrics, events=evals, meta={"caveats": caveats}, ignored=int(skip.sum()) + 1
+        metrics=metrics, events=events, meta={"caveats": caveats}, ignored=int(skip.sum()) + 1
     )
 
 

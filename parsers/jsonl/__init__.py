@@ -37,6 +37,7 @@ from parsers.jsonl import columns as jc
 from parsers.jsonl.table import build, shared_alias
 from parsers.reader import Spec
 from parsers.reader.records import epoch_counter
+from parsers.relaunches import relaunches
 
 NAME = "jsonl"
 DESCRIPTION = "generic metrics JSONL (one JSON object per line: step, loss, lr, ...)"
@@ -129,6 +130,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     )
     ignored = int((blank | comment).sum()) + table.ignored
     metrics, caveats = _epochs_as_steps(table.metrics)
+    events += relaunches(metrics, name)
     metrics, within = _within_epochs(metrics)
     if within:
         caveats.append(within)

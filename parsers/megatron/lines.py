@@ -244,16 +244,24 @@ def resolve_other(text: pl.Series, codes: np.ndarray) -> np.ndarray:
     if maybe.size:
         closed[maybe] = contains(rec_text.gather(maybe), vx(r"(?i)loss"))
     open_rec = rec[~closed]
-    if open_rec.size:
-        other = np.flatnonzero(codes == OTHER)
-        t = _take(text, codes == OTHER)
+    other = np.flatnonzero(codes == OTHER)
+    t = _take(text, codes == OTHER) if other.size else pl.Series([], dtype=pl.String)
+    # a line of fields only (``loss scale: 1.0 | grad norm: nan |``) right after a record
+    # or its continuation goes on with it, although the line before ends in ``|``: a
+    # record hard-wrapped after every bar
+    fields = t.str.contains(vx(_FIELDS_LINE)).to_numpy()
+    if open_rec.size or fields.any():
         start_open = np.zeros(len(codes), dtype=bool)
         start_open[open_rec] = True
         cand = np.zeros(len(codes), dtype=bool)
         cand[other[t.str.contains("|", literal=True).to_numpy()]] = True
         ends = np.zeros(len(codes), dtype=bool)
         ends[other[t.str.contains(vx(r"\|\s*$")).to_numpy()]] = True
-        codes[_continuations(start_open, cand, ends)] = CONT
+        more = np.zeros(len(codes), dtype=bool)
+        more[other[fields]] = True
+        after = np.zeros(len(codes), dtype=bool)
+        after[rec] = True
+        codes[_continuations(start_open, cand, ends, more, after)] = CONT
     other = np.flatnonzero(codes == OTHER)
     if other.size:
         t = pl.DataFrame({"t": _take(text, codes == OTHER)}).select(
@@ -268,17 +276,28 @@ def resolve_other(text: pl.Series, codes: np.ndarray) -> np.ndarray:
 
 
 _MAX_WRAP = 32  # physical lines one record may be wrapped over
+# a line of ``key: value |`` fields and nothing else (a key starts with a letter; the
+# last one, a record's end, may have no ``|`` after it)
+_FIELD = r"[A-Za-z][\w .()/-]*:\s*[^|:]*?"
+_FIELDS_LINE = rf"^\s*{_FIELD}(?:\s*\|\s*{_FIELD})*\s*\|?\s*$"
 
 
-def _continuations(start_open: np.ndarray, cand: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def _continuations(
+    start_open: np.ndarray,
+    cand: np.ndarray,
+    ends: np.ndarray,
+    more: np.ndarray,
+    records: np.ndarray,
+) -> np.ndarray:
     """Lines that continue an unterminated record line (a record hard-wrapped by a copy
-    and paste): candidates directly after an open record, up to the one ending in ``|``.
-    """
+    and paste): candidates directly after an open record, up to the one ending in ``|``;
+    and lines of fields only (``more``) directly after a record (``records``) or one of
+    its continuations."""
     cont = np.zeros(len(cand), dtype=bool)
     for _ in range(_MAX_WRAP):
         open_ = (start_open | cont) & ~ends
         new = np.zeros_like(cont)
-        new[1:] = cand[1:] & open_[:-1]
+        new[1:] = cand[1:] & (open_[:-1] | (more[1:] & (records | cont)[:-1]))
         if np.array_equal(new, cont):
             break
         cont = new

@@ -50,12 +50,12 @@ _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan))"
 _OVERFLOW = r"(?i:overflow detected)"
 _REJECT = r"Grad norm: " + _NUM + r" exceeds threshold: " + _NUM
 _NEW_SCALE = r"setting (?:loss )?scale to:?\s+(?:to\s+)?" + _NUM
-_LOADED = r"(?i:loaded checkpoint (\S+) \(epoch (\d+) @ (\d+) updates)"
+_LOADED = r"(?i:loaded checkpoint (\S+) \(epoch (\d+) @ (\d{1,18}) updates)"
 _FRESH = r"(?i:no existing checkpoint found)"
-_SAVED = r"(?i:saved checkpoint (\S+) \(epoch (\d+) @ (\d+) updates)"
+_SAVED = r"(?i:saved checkpoint (\S+) \(epoch (\d+) @ (\d{1,18}) updates)"
 _SAVE_TIME = r"writing took " + _NUM + " seconds"
 _LR_SCALE = r"Scaling LR by " + _NUM + " to " + _NUM
-_SKIP = r"Skipping batches starting from step (\d+)"
+_SKIP = r"Skipping batches starting from step (\d{1,18})\b"
 _BANNER = r"SCALE_WINDOW: \d+, loss scale: " + _NUM
 
 EVENT_ANY = "|".join([_OVERFLOW, _LOADED, _FRESH, _SAVED, _LR_SCALE, _SKIP, _BANNER])

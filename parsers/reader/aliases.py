@@ -88,6 +88,15 @@ ALIASES: dict[str, str] = {
     "step_loss": "loss",
     "avg_loss": "loss",
     "cost": "loss",  # Marian's ``Cost``; TensorFlow-era scripts' ``cost``
+    # gradient boosting: the training set's log loss, per boosting round (XGBoost's
+    # ``[500]\teval-logloss:0.419\ttrain-logloss:0.160``; LightGBM's ``[2]\ttraining's
+    # binary_logloss: 0.732``)
+    "train_logloss": "loss",
+    "train_mlogloss": "loss",
+    "training_s_binary_logloss": "loss",
+    "training_s_multi_logloss": "loss",
+    "training_binary_logloss": "loss",
+    "training_multi_logloss": "loss",
     # learning rate
     "lr": "lr",
     "learning_rate": "lr",

@@ -22,9 +22,10 @@ TICK_OPEN = r"^(\s*)`([^`])"
 TICK_CLOSE = r"([^`])`\s*$"
 # launcher / rank tags, possibly several (``[rank0]:[titan] ``, ``host: [default1]: ``,
 # TorchX's ``[trainer0|0]:``),
-# and line numbers of a paste (``[1744] ``, the first one cut to ``1743] ``)
+# and line numbers of a paste (``[1744] ``, the first one cut to ``1743] ``); not a
+# number a tab follows: gradient boosting's round (XGBoost's ``[500]\teval-logloss:...``)
 _TAGS = (
-    r"\[(?:rank|default|RANK|Rank)?\s*\d+\]\s*:?|\[\d+(?:,\d+)*\]<std(?:out|err)>:?"
+    r"\[(?:rank|default|RANK|Rank)?\s*\d+\](?:\s*:|[ ]|$)|\[\d+(?:,\d+)*\]<std(?:out|err)>:?"
     r"|\[[A-Za-z_][\w-]*\|\d+\]:"  # TorchX: ``[trainer0|0]:``
     r"|[\w.-]+:\s+\[default\d+\]:|^\d{1,7}\]\s"
 )

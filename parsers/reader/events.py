@@ -182,6 +182,9 @@ _BEFORE_AFTER = re.compile(r"scale_before:\s*(\d[\d.eE+-]*),\s*scale_after:\s*(\
 _CKPT_STEP = re.compile(r"Restoring parameters from \S*ckpt-(\d{1,15})\b")
 _START_ITER = re.compile(r"Starting training from iteration (\d{1,12})\b")
 _NEW_SCALE = re.compile(r"(?i)(?:reducing|setting) loss scale to:?\s*(\d[\d.eE+-]*)")
+# DeepSpeed's ``Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to
+# 1``: the scale is kept (no new scale), the step is skipped all the same
+_HYSTERESIS = re.compile(r"(?i)attempted loss scale\D{0,12}?(\d[\d.eE+-]*),? but hysteresis")
 _BAR = re.compile(r"\b(\d{1,12})/\d+ \[")  # a tqdm bar's position: ``378/2724 [``
 _LR_KEYS = {"learning_rate", "lr", "max_lr"}
 TEXT_MAX = 300
@@ -209,6 +212,8 @@ def read_event(s: str, line: int, name: str) -> EventBase | None:
         old, new = (_float(m.group(1)), _float(m.group(2))) if m else (None, None)
         if m is None and (m := _NEW_SCALE.search(s)):
             new = _float(m.group(1))
+        elif m is None and (m := _HYSTERESIS.search(s)):
+            old = _float(m.group(1))
         return OverflowSkip(step=step, attempted_scale=old, new_scale=new, source=src, text=text)
     for cause, rx in _CAUSES:
         if rx.search(s):

@@ -4,6 +4,7 @@ progress-bar redraws, and records without a printed step."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -230,16 +231,22 @@ def _counted_total(out: pl.DataFrame) -> pl.DataFrame:
 def _per_epoch(out: pl.DataFrame) -> pl.DataFrame:
     """A step printed with its total that starts over with each epoch (``Epoch [2/5],
     Step [100/600]``) is counted over the epochs: (epoch - first) x total + step."""
+    bases = out.get_column("_epoch_base").drop_nulls() if "_epoch_base" in out.columns else None
+    out = out.drop("_epoch_base", strict=False)
     if not {"epoch", "_total", "step"} <= set(out.columns) or out.height < 2:
         return out
     epoch, step = pl.col("epoch"), pl.col("step")
-    over = (epoch > epoch.shift(1)) & (step < step.shift(1))
+    # (each epoch's one record at its last step, ``Epoch 35/300, Step 4/4``, starts no
+    # step over: it repeats it)
+    over = (epoch > epoch.shift(1)) & (step <= step.shift(1))
     within = (epoch == epoch.shift(1)) & (step < step.shift(1))
     flags = out.select(over.any().alias("o"), within.any().alias("w")).row(0)
     if not flags[0] or flags[1]:
         return out
     first = out.get_column("epoch").drop_nulls()
     base = first_epoch(first[0] if first.len() else None)
+    if bases is not None and bases.len():
+        base = int(bases[0])  # (the layout's own, where its first record tells: ``_base``)
     counted = ((epoch - base) * pl.col("_total") + step).cast(pl.Int64)
     # (the total was the epoch's, not the run's: no train_iters from it)
     return out.with_columns(pl.coalesce(counted, step).alias("step")).drop("_total")
@@ -359,6 +366,7 @@ def _extract(sub: pl.DataFrame, t: Template, spec: Spec, k: int, base: int) -> p
             exprs.append((to_float(value) * f.scale).alias(f.column))
     if "epoch" in by_role:
         exprs.append(to_float(by_role["epoch"]).alias("epoch"))
+        exprs.append(pl.lit(base, pl.Int64).alias("_epoch_base"))
         if epoch_only(t):  # (a whole epoch's number; a fraction is no step)
             # (an epoch of its total is the step only where each epoch has one record:
             # see :func:`typed`)
@@ -407,6 +415,7 @@ def _file_base(firsts: dict[str, str], temps: dict[str, Template], spec: Spec):
         for name, body in firsts.items()
         if name in temps
         and temps[name].kind == "record"
+        and not body.lstrip().startswith("# ")  # (a collector's comment is no record)
         and any(f.role == "epoch" for f in temps[name].fields)
     ]
     file_base = _base(*with_epoch[0], spec) if with_epoch else 0
@@ -431,7 +440,13 @@ def _base(first: str, t: Template, spec: Spec) -> int:
         return 0
     nums = NUMBER_RE.findall(first)
     token = nums[f.index].replace(",", "") if f.index < len(nums) else ""
-    return first_epoch(float(token) if token.isdigit() else None)  # ``001`` is 1 too
+    value = float(token) if token.isdigit() else None  # ``001`` is 1 too
+    # an epoch of its total after the word (``Epoch 35/300``, ``epoch: [12/20]``) counts
+    # from 1, as ``Epoch E/N`` lines do (see :func:`in_epochs`); a bare ``[14/300]`` may
+    # count from 0 (Swin's ``Train: [14/300][250/1251]``)
+    if value is not None and value >= 1 and re.search(_EPOCH_OF_TOTAL, first):
+        return 1
+    return first_epoch(value)
 
 
 def typed(out: pl.DataFrame) -> pl.DataFrame:
@@ -607,6 +622,7 @@ def _twins(records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
 
 
 _OF_TOTAL = r"(?i)\bepoch\s*\[?\s*\d+\s*/\s*\d+"
+_EPOCH_OF_TOTAL = r"(?i)\bepoch\s*:?\s*\[?\s*\d+\s*/\s*\d+"
 
 
 def in_epochs(records: pl.DataFrame, df: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:

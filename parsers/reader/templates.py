@@ -113,6 +113,9 @@ class Template:
         return any(f.column == column for f in self.fields)
 
 
+_POSSESSIVE = re.compile(r"(?<=\w)'s\b")
+
+
 def _key(pre: str) -> str | None:
     """The key a value's preceding text names, or None."""
     pre = _TOKENS.sub(" | ", pre)  # a stamp or a duration ends whatever came before
@@ -121,7 +124,9 @@ def _key(pre: str) -> str | None:
         chunk = chunk.rsplit(":", 1)[-1].strip()
     chunk = chunk.strip("'\"` ")  # ``"message": "step 10``: the key is inside the string
     chunk = chunk.lstrip(") ")  # ``(Avg 0.55) Dice:0.30``: the parenthesis closed before it
-    if not chunk or not re.search(r"[A-Za-z]", chunk) or re.search(r"['\"`]", chunk):
+    # (a possessive is no quote: LightGBM's ``training's binary_logloss: 0.71``)
+    unquoted = _POSSESSIVE.sub("", chunk)
+    if not chunk or not re.search(r"[A-Za-z]", chunk) or re.search(r"['\"`]", unquoted):
         return None
     words = chunk.split()
     if len(words) > _MAX_KEY_WORDS:
@@ -396,7 +401,7 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
     metrics = [f for f in t.fields if f.column in METRICS or (f.key and "loss" in f.key.lower())]
     has_step = t.step_field() is not None
     evaluative = any(_EVAL_KEY.match(k) for k in keys) and not (
-        _training_fields(t) or _epoch_end(t) or epoch_only(t)
+        _training_fields(t) or _epoch_end(t) or epoch_only(t) or _boosting_round(t)
     )
     evaluative = evaluative or bool(_EVAL_HEAD.search(example))
     shell = example.rstrip().endswith("\\")  # ``TRAIN_ITERS=137650 \`` of a job script
@@ -411,7 +416,8 @@ def _kind(t: Template, example: str, any_value: bool = False) -> str | None:
         return "summary"
     lead = t.fields and t.fields[0].role in ("lead", "position")
     counted = has_step or lead or _epoch_position(t) or _counted(t) or epoch_only(t)
-    named = [f for f in t.fields if f.key and f.role != "step"]  # (a step alone is no record)
+    # (a step alone is no record, nor one with a setting: ``trial:1/30 seed:0``)
+    named = [f for f in t.fields if f.key and f.role != "step" and not _setting(f.key)]
     if (metrics and (counted or t.dict_line)) or (any_value and counted and named):
         return "record"
     if has_step and not metrics and not shell:
@@ -428,6 +434,14 @@ _COUNTED_UNITS = {"samples", "sample", "examples", "images", "batches", "steps",
 # config pasted above a log (``eval_steps: 50``, ``val_size: 0``)
 _SIZE_ENDS = ("samples", "examples", "_size", "_steps", "_interval", "_freq", "_frequency")
 _SIZE_ENDS += ("_every", "_strategy")
+
+
+_SETTINGS = {"seed", "random_seed", "rank", "local_rank", "world_size", "trial", "run"}
+
+
+def _setting(key: str) -> bool:
+    """A key that names a setting of the run, never a measure of a step."""
+    return aliases.norm(key) in _SETTINGS
 
 
 def _measures(t: Template) -> bool:
@@ -448,6 +462,17 @@ def _training_fields(t: Template) -> bool:
     time, a batch count): a record with validation values appended (NeMo)."""
     train = {"lr", "grad_norm", "step_time_s", "batch_size", "samples", "tokens", "loss_scale"}
     return train_loss(t) and any(f.column in train for f in t.fields)
+
+
+def _boosting_round(t: Template) -> bool:
+    """A gradient-boosting round, every watched set's metric on one line after the round
+    in brackets and a tab (XGBoost's ``[500]\teval-logloss:0.41\ttrain-logloss:0.16``,
+    LightGBM's ``[2]\ttraining's binary_logloss: 0.73\tvalid_1's ...``): a record
+    where the training set's loss is one of them."""
+    lead = t.fields[:1]
+    if not lead or lead[0].pre.strip() != "[" or len(t.fields) < 2:
+        return False
+    return t.fields[1].pre.startswith("]\t") and train_loss(t)
 
 
 def _epoch_end(t: Template) -> bool:
