@@ -13,8 +13,9 @@ epochs). Without such a pair N is the largest ``iters`` printed, and in a log of
 epoch the step is ``iters`` (a caveat says which).
 
 A GAN has no one loss: ``loss`` is the generator's objective, the sum of its printed
-terms (``G_*``, ``cycle_*``, ``idt_*``: the trainer prints them weighted, as it adds
-them), the discriminator's terms being columns of their own (every key in snake_case).
+terms (``G_*``, ``cycle_*`` or 2017's ``Cyc_*``, ``idt_*``: the trainer prints them
+weighted, as it adds them), the discriminator's terms being columns of their own (every
+key in snake_case).
 A launch that starts past the first epoch (``--continue_train --epoch_count E``) is a
 resume: a ``restart`` at its header; one from the first epoch is left to the run
 splitting (another run, or the same run relaunched with its epoch counter reset, as the
@@ -45,11 +46,11 @@ MAPS = (
 SNIFF_MAX = 85
 
 _LINE = re.compile(
-    r"^\s*\(epoch: (\d{1,9}), iters: (\d{1,15}), time: ([^,()]*), data: ([^,()]*)\)(.*)$"
+    r"^\s*\(epoch: (\d{1,9}), iters: (\d{1,15}), time: ([^,()]*)(?:, data: ([^,()]*))?\)(.*)$"
 )
 _HEADER = re.compile(r"^=+ Training Loss \((.*)\) =+\s*$")
 _PAIR = re.compile(r"([A-Za-z_][\w]*): (\S+)")
-_GENERATOR = re.compile(r"^(?:g(?:_|$)|cycle_|idt_)")
+_GENERATOR = re.compile(r"^(?:g(?:_|$)|cycle_|cyc_|idt_)")
 _TAKEN = {"line", "epoch", "iters", "step", "loss", "time", "compute_s", "data_s"}
 _COMMENT = re.compile(COMMENT)
 
@@ -82,7 +83,9 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
     for n, t in lines.select("line", "text").iter_rows():
         if m := _LINE.match(t):
             row: dict = {"line": n, "epoch": int(m.group(1)), "iters": int(m.group(2))}
-            row["compute_s"], row["data_s"] = _float(m.group(3)), _float(m.group(4))
+            # (the data time came in 2018: ``(epoch: 1, iters: 100, time: 0.3)`` before)
+            data = _float(m.group(4)) if m.group(4) is not None else None
+            row["compute_s"], row["data_s"] = _float(m.group(3)), data
             for key, value in _PAIR.findall(m.group(5)):
                 # (snake_case, as every format names a key of its own; a key that is
                 # also a column of the schema is kept apart)

@@ -210,3 +210,22 @@ def test_a_signed_loss_is_not_judged_by_ratios():
     loss = [-0.0784, 0.0001, -0.02, 0.0003, 0.0001, 0.0001, 0.0008, 0.0002, -0.01, 0.0001]
     run = Run(metrics=pl.DataFrame({"step": list(range(25, 275, 25)), "loss": loss}))
     assert [f for f in detect(run) if f.kind in ("loss_spike", "divergence")] == []
+
+
+def _noisy(n: int, seed: int) -> np.ndarray:
+    """A per-batch loss of a small batch: a spread of about 40% around its level."""
+    return 1.0 * np.exp(0.4 * np.random.RandomState(seed).standard_normal(n))
+
+
+def test_a_loss_noisy_throughout_is_judged_by_its_own_spread():
+    # two-fold swings are this series' noise: none is a spike
+    for seed in range(5):
+        found = [f for f in spikes(LOSS, run_of(loss=_noisy(300, seed))) if f.severity != "info"]
+        assert found == [], (seed, [f.message for f in found])
+
+
+def test_a_spike_far_above_a_noisy_loss_still_fires():
+    loss = _noisy(300, 0)
+    loss[200:204] = 12.0  # twelve times the level for four records
+    (f,) = [f for f in spikes(LOSS, run_of(loss=loss)) if f.severity != "info"]
+    assert (f.start_step, f.severity) == (201, "critical")

@@ -62,3 +62,19 @@ def test_empty_launch_headers_are_ignored_lines(tmp_path):
     assert [e.kind for e in run.events] == []
     (st,) = run.meta.parse
     assert (st.lines, st.record_lines, st.ignored) == (6, 3, 3)
+
+
+def test_the_2017_layout_without_the_data_time_is_read(tmp_path):
+    p = tmp_path / "loss_log.txt"
+    p.write_text(
+        _HEAD
+        + "".join(
+            f"(epoch: 1, iters: {i}, time: 0.329) D_A: 0.21 G_A: 0.43 Cyc_A: 1.9 D_B: 0.2 "
+            "G_B: 0.5 Cyc_B: 2.1 \n"
+            for i in (100, 200, 300)
+        )
+    )
+    run = _one(p)
+    assert _col(run, "step") == [100, 200, 300]
+    assert _col(run, "data_s") == [None, None, None]
+    assert _col(run, "loss") == [0.43 + 1.9 + 0.5 + 2.1] * 3  # G_A + Cyc_A + G_B + Cyc_B

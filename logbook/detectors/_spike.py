@@ -91,7 +91,8 @@ class SpikeConfig(DetectorConfig):
     max_noise: float = Field(
         0.1,
         gt=0,
-        description="Ceiling of the noise deviation: a larger spread is a trend, not noise.",
+        description="Ceiling of the noise deviation: a larger spread is a trend, not noise "
+        "(unless the series is that noisy throughout: its median noise is the ceiling then).",
     )
     onset_z: float = Field(
         4.0, gt=0, description="Deviations above the baseline that count as elevated."
@@ -130,7 +131,9 @@ def _arrays(rows: Rows, noise: np.ndarray, cfg: SpikeConfig) -> dict[str, np.nda
         "report": rows.report,
         "age": np.minimum(rows.age, gap_age(rows.step, rows.lineage)),
     }
-    a["noise"] = np.clip(np.nan_to_num(noise, nan=cfg.min_noise), cfg.min_noise, cfg.max_noise)
+    a["noise"] = np.clip(
+        np.nan_to_num(noise, nan=cfg.min_noise), cfg.min_noise, _ceiling(noise, cfg)
+    )
     bounds = spans(rows.lineage)
     a["starts"] = np.array([lo for lo, _ in bounds], dtype=np.int64)
     a["ends"] = np.array([hi for _, hi in bounds], dtype=np.int64)
@@ -151,6 +154,14 @@ def _arrays(rows: Rows, noise: np.ndarray, cfg: SpikeConfig) -> dict[str, np.nda
         recent = prev_window_median(rows.y, rows.lineage, cfg.recent_records, need)
         a["base"] = np.fmin(a["base"], recent)
     return a
+
+
+def _ceiling(noise: np.ndarray, cfg: SpikeConfig) -> float:
+    """The noise ceiling: ``max_noise`` (a wider local spread is a trend), unless the
+    series is that noisy throughout (the per-batch loss of a small batch: detection,
+    GANs), its median noise then: it is judged by its own spread."""
+    finite = noise[np.isfinite(noise)]
+    return max(cfg.max_noise, float(np.median(finite))) if finite.size else cfg.max_noise
 
 
 def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig, unit: float = 0.0) -> list[dict]:

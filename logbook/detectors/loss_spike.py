@@ -13,7 +13,8 @@ Stays quiet on: the warm-up descent (the loss falls below its rolling median, ne
 above), the slow downward trend, heavy-tailed noise (the noise scale is a median of
 absolute differences; a spike needs ``min_records`` (2) records ``onset_z`` (4) deviations
 up, or a lone record of ``single_record_ratio``, 2x, or of ``lone_min_ratio`` (1.3x) that
-stands ``lone_z`` (8) deviations above a quiet baseline), the jump at
+stands ``lone_z`` (8) deviations above a quiet baseline; a per-batch loss that is noisy
+throughout, a small batch's in detection or a GAN, is judged by its own spread), the jump at
 a restart or a gap in the log (the trajectory joins the resumed records to the
 checkpoint's, the first ``restart_grace`` records after a restart, or after steps jumping
 20 times the usual interval, need twice the deviation, and a new level from the first
