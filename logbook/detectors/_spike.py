@@ -92,7 +92,7 @@ class SpikeConfig(DetectorConfig):
         0.1,
         gt=0,
         description="Ceiling of the noise deviation: a larger spread is a trend, not noise "
-        "(unless the series is that noisy throughout: its median noise is the ceiling then).",
+        "(unless a series of 30 records or more is that noisy throughout: its median noise).",
     )
     onset_z: float = Field(
         4.0, gt=0, description="Deviations above the baseline that count as elevated."
@@ -156,12 +156,19 @@ def _arrays(rows: Rows, noise: np.ndarray, cfg: SpikeConfig) -> dict[str, np.nda
     return a
 
 
+QUIET = 0.5  # the quantile of a series' noise levels that is its own noise ceiling
+NOISY_RECORDS = 30  # records a series needs to be judged by its own spread
+
+
 def _ceiling(noise: np.ndarray, cfg: SpikeConfig) -> float:
     """The noise ceiling: ``max_noise`` (a wider local spread is a trend), unless the
     series is that noisy throughout (the per-batch loss of a small batch: detection,
-    GANs), its median noise then: it is judged by its own spread."""
+    GANs), its median noise then: it is judged by its own spread. Not a short excerpt
+    (fewer than ``NOISY_RECORDS``): its spread may be the incident's own."""
     finite = noise[np.isfinite(noise)]
-    return max(cfg.max_noise, float(np.median(finite))) if finite.size else cfg.max_noise
+    if finite.size < NOISY_RECORDS:  # (a short excerpt: its spread may be the incident's)
+        return cfg.max_noise
+    return max(cfg.max_noise, float(np.quantile(finite, QUIET)))
 
 
 def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig, unit: float = 0.0) -> list[dict]:
