@@ -4,6 +4,8 @@ gradient-boosting rounds, one rsl_rl block alone, an epoch of its total after th
 
 from __future__ import annotations
 
+import pytest
+
 import parsers
 from logbook.detectors import detect
 from tests._cli import invoke
@@ -49,32 +51,50 @@ def test_overflow_messages_with_the_scale_grown_back_between_them_are_no_steps(t
     assert [e.step for e in run.events if e.kind == "overflow_skip"] == [None, None]
 
 
-def test_xgboost_rounds_are_records_with_the_training_loss(tmp_path):
-    p = tmp_path / "xgb.log"
-    p.write_text(
-        "Will train until train-logloss hasn't improved in 1000 rounds.\n"
-        "[500]\teval-logloss:0.41906\ttrain-logloss:0.160439\n"
-        "[1000]\teval-logloss:0.468176\ttrain-logloss:0.093267\n"
-        "[1500]\teval-logloss:0.523016\ttrain-logloss:0.059736\n"
-    )
-    run = _one(p)
-    assert _col(run, "step") == [500, 1000, 1500]
-    assert _col(run, "loss") == [0.160439, 0.093267, 0.059736]
-    assert _col(run, "eval_logloss") == [0.41906, 0.468176, 0.523016]
+_XGBOOST = (
+    "Will train until train-logloss hasn't improved in 1000 rounds.\n"
+    "[500]\teval-logloss:0.41906\ttrain-logloss:0.160439\n"
+    "[1000]\teval-logloss:0.468176\ttrain-logloss:0.093267\n"
+    "[1500]\teval-logloss:0.523016\ttrain-logloss:0.059736\n"
+)
+# (LightGBM's possessive keys: ``training's binary_logloss``)
+_LIGHTGBM = (
+    "[1]\ttraining's binary_logloss: 0.712679\tvalid_1's binary_logloss: 0.712513\n"
+    "Train until valid scores didn't improve in 100 rounds.\n"
+    "[2]\ttraining's binary_logloss: 0.732192\tvalid_1's binary_logloss: 0.731889\n"
+    "[3]\ttraining's binary_logloss: 0.751667\tvalid_1's binary_logloss: 0.751244\n"
+)
 
 
-def test_lightgbm_rounds_with_possessive_keys_are_records(tmp_path):
-    p = tmp_path / "lgb.log"
-    p.write_text(
-        "[1]\ttraining's binary_logloss: 0.712679\tvalid_1's binary_logloss: 0.712513\n"
-        "Train until valid scores didn't improve in 100 rounds.\n"
-        "[2]\ttraining's binary_logloss: 0.732192\tvalid_1's binary_logloss: 0.731889\n"
-        "[3]\ttraining's binary_logloss: 0.751667\tvalid_1's binary_logloss: 0.751244\n"
-    )
+@pytest.mark.parametrize(
+    ("text", "steps", "losses", "other", "values"),
+    [
+        (
+            _XGBOOST,
+            [500, 1000, 1500],
+            [0.160439, 0.093267, 0.059736],
+            "eval_logloss",
+            [0.41906, 0.468176, 0.523016],
+        ),
+        (
+            _LIGHTGBM,
+            [1, 2, 3],
+            [0.712679, 0.732192, 0.751667],
+            "valid_1_s_binary_logloss",
+            [0.712513, 0.731889, 0.751244],
+        ),
+    ],
+    ids=["xgboost", "lightgbm"],
+)
+def test_boosting_rounds_are_records_with_the_training_loss(
+    tmp_path, text, steps, losses, other, values
+):
+    p = tmp_path / "train.log"
+    p.write_text(text)
     run = _one(p)
-    assert _col(run, "step") == [1, 2, 3]
-    assert _col(run, "loss") == [0.712679, 0.732192, 0.751667]
-    assert _col(run, "valid_1_s_binary_logloss") == [0.712513, 0.731889, 0.751244]
+    assert _col(run, "step") == steps
+    assert _col(run, "loss") == losses
+    assert _col(run, other) == values
 
 
 def test_a_rank_tag_before_a_space_is_still_a_tag(tmp_path):
