@@ -38,7 +38,7 @@ def sniff(head: list[str]) -> int:
     """20 with two or more records of a repeated shape, 10 with one, 5 with two or more
     records of a step and named values but no loss or behind comment marks (a log
     pasted into a script), 1 with no record but crash evidence (a job that died before
-    its first record: its log is read for the crash)."""
+    its first record: its log is read for the crash) or two fp16 overflow messages."""
     n = reader.sniff_records(head)
     if n:
         return 20 if n >= 2 else 10
@@ -46,6 +46,8 @@ def sniff(head: list[str]) -> int:
         return 5
     if _commented(head) and reader.sniff_records(_uncommented(head)) >= 2:
         return 5
+    if sum(1 for line in head if _OVERFLOW.search(line)) >= 2:
+        return 1  # fp16 overflow messages only (``parsers.reader.overflows``)
     return 1 if any(_CRASH.search(line) for line in head) else 0
 
 
@@ -129,6 +131,7 @@ def _head(lines: pl.DataFrame | LineBlocks, n: int = 5000) -> list[str]:
 
 
 _CRASH = re.compile(f"{events.TRACEBACK_START}|{events.CRASH_ANY}")
+_OVERFLOW = re.compile(events.OVERFLOW)
 
 
 def parse(lines: pl.DataFrame | LineBlocks, name: str) -> Parsed:

@@ -264,3 +264,22 @@ def test_a_trial_and_its_seed_are_no_record(tmp_path):
     (run,) = parsers.read_logs(p)
     assert run.metrics.height == 0
     assert sum(e.kind == "validation" for e in run.events) == 6
+
+
+def test_apex_overflow_messages_that_halve_the_scale_are_the_skipped_steps(tmp_path):
+    p = tmp_path / "apex.log"
+    msg = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {}\n"
+    p.write_text("".join(msg.format(v) for v in (32768.0, 16384.0, 8192.0)))
+    run = _one(p)
+    assert _col(run, "step") == [1, 2, 3]
+    assert _col(run, "loss_scale") == [32768.0, 16384.0, 8192.0]
+
+
+def test_apex_overflow_messages_setting_one_scale_twice_are_no_steps(tmp_path):
+    # 4096 twice: the scale grew back to 8192 in between, over steps that printed nothing
+    p = tmp_path / "apex.log"
+    msg = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {}\n"
+    p.write_text("".join(msg.format(v) for v in (4096.0, 4096.0, 2048.0)))
+    (run,) = parsers.read_logs(p)
+    assert run.metrics.height == 0
+    assert [e.step for e in run.events if e.kind == "overflow_skip"] == [None, None, None]

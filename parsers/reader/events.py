@@ -173,8 +173,9 @@ _OVERRIDE = re.compile(OVERRIDE)
 _PLATEAU = re.compile(PLATEAU)
 _STEP = re.compile(r"(?i)(?:iteration|iter|step|global_step|global step)[\s:=]*(\d+)")
 _SCALES = re.compile(
-    r"(?i)(?:attempted loss scale|loss scale)\D{0,12}?(\d[\d.eE+-]*)\D{1,30}?(?:reducing|setting|"
-    r"to)\D{0,12}?(\d[\d.eE+-]*)"
+    # (not apex's ``loss scaler 0``: the scaler's index)
+    r"(?i)(?:attempted loss scale|loss scale(?!r))\D{0,12}?(\d[\d.eE+-]*)\D{1,30}?"
+    r"(?:reducing|setting|to)\D{0,12}?(\d[\d.eE+-]*)"
 )
 # apex's ``Skipping step, loss scaler 0 reducing loss scale to 1.52587890625e-05``
 # PaddleNLP's ``optimizer not run, scale_before: 0.25, scale_after: 0.125``

@@ -6,7 +6,7 @@ is one skipped step, so the messages are the run's steps: numbered 1..N in file 
 overflow event at its step. Said in a caveat. Only where the messages are one fall of
 the scale, each attempting the scale the one before left: a scale that grew back
 between two messages took steps that printed nothing (a thousand, by default), and the
-messages are no run of steps."""
+messages are no run of steps (see :func:`_one_fall`)."""
 
 from __future__ import annotations
 
@@ -68,11 +68,19 @@ def overflow_records(parsed: Parsed) -> Parsed:
 
 def _one_fall(skips: list[OverflowSkip]) -> bool:
     """Whether each message attempts the scale the one before it left (or kept, at a
-    hysteresis message): no step between them could raise it."""
-    if any(e.attempted_scale is None for e in skips):
-        return False
-    for before, after in zip(skips, skips[1:], strict=False):
-        left = before.new_scale if before.new_scale is not None else before.attempted_scale
-        if after.attempted_scale > left:
+    hysteresis message): no step between them could raise it. A message that gives only
+    the scale it sets (apex's ``reducing loss scale to 32768.0``) must set a lower one
+    than the message before left: the same scale twice means it grew back between."""
+    left = None
+    for e in skips:
+        if e.attempted_scale is not None:
+            if left is not None and e.attempted_scale > left:
+                return False
+            left = e.new_scale if e.new_scale is not None else e.attempted_scale
+        elif e.new_scale is not None:
+            if left is not None and e.new_scale >= left:
+                return False
+            left = e.new_scale
+        else:
             return False
     return True
