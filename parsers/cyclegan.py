@@ -60,9 +60,9 @@ def sniff(head: list[str]) -> int:
     return SNIFF_MAX if any(_LINE.match(t) for t in head) else 0
 
 
-def _float(v: str) -> float | None:
+def _float(v: str | None) -> float | None:
     try:
-        return float(v)
+        return float(v) if v is not None else None
     except ValueError:
         return None
 
@@ -84,8 +84,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         if m := _LINE.match(t):
             row: dict = {"line": n, "epoch": int(m.group(1)), "iters": int(m.group(2))}
             # (the data time came in 2018: ``(epoch: 1, iters: 100, time: 0.3)`` before)
-            data = _float(m.group(4)) if m.group(4) is not None else None
-            row["compute_s"], row["data_s"] = _float(m.group(3)), data
+            row["compute_s"], row["data_s"] = _float(m.group(3)), _float(m.group(4))
             for key, value in _PAIR.findall(m.group(5)):
                 # (snake_case, as every format names a key of its own; a key that is
                 # also a column of the schema is kept apart)
@@ -115,7 +114,7 @@ def parse(lines: pl.DataFrame, name: str) -> Parsed:
         events=events,
         meta={"caveats": caveats} if caveats else {},
         unrecognized=pl.Series("line", left, dtype=pl.Int64),
-        ignored=ignored + sum(1 for _ in launches) - len(events),
+        ignored=ignored + len(launches) - len(events),
     )
 
 

@@ -156,7 +156,6 @@ def _arrays(rows: Rows, noise: np.ndarray, cfg: SpikeConfig) -> dict[str, np.nda
     return a
 
 
-QUIET = 0.5  # the quantile of a series' noise levels that is its own noise ceiling
 NOISY_RECORDS = 30  # records a series needs to be judged by its own spread
 
 
@@ -166,9 +165,9 @@ def _ceiling(noise: np.ndarray, cfg: SpikeConfig) -> float:
     GANs), its median noise then: it is judged by its own spread. Not a short excerpt
     (fewer than ``NOISY_RECORDS``): its spread may be the incident's own."""
     finite = noise[np.isfinite(noise)]
-    if finite.size < NOISY_RECORDS:  # (a short excerpt: its spread may be the incident's)
+    if finite.size < NOISY_RECORDS:
         return cfg.max_noise
-    return max(cfg.max_noise, float(np.quantile(finite, QUIET)))
+    return max(cfg.max_noise, float(np.median(finite)))
 
 
 def _episodes(a: dict[str, np.ndarray], cfg: SpikeConfig, unit: float = 0.0) -> list[dict]:

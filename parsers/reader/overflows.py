@@ -31,12 +31,11 @@ def overflow_records(parsed: Parsed) -> Parsed:
     skips.sort(key=lambda e: e.source.line)
     if not _one_fall(skips):
         return parsed
-    times = [e.time for e in skips]
     metrics = pl.DataFrame(
         {
             "step": pl.int_range(1, len(skips) + 1, eager=True),
             "line": [e.source.line for e in skips],
-            "time": pl.Series(times, dtype=pl.Datetime("us", "UTC")),
+            "time": pl.Series([e.time for e in skips], dtype=pl.Datetime("us", "UTC")),
             "loss": pl.Series([None] * len(skips), dtype=pl.Float64),
             "loss_scale": pl.Series([e.new_scale for e in skips], dtype=pl.Float64),
             "skipped": pl.Series([e.count for e in skips], dtype=pl.Int64),
